@@ -1,0 +1,11 @@
+// Jest runs in native ESM mode (`--experimental-vm-modules`, see package.json): Nest 12 ships as ES modules
+// only, and on Node 20 Jest's CommonJS loader cannot require them.
+export default {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.spec.ts'],
+  extensionsToTreatAsEsm: ['.ts'],
+  // Sources import each other with `.js` extensions, as Node's ESM loader requires; map them back to `.ts`.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
+};
