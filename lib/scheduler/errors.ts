@@ -1,0 +1,35 @@
+import { inspect } from 'node:util';
+
+/** Why the scheduler aborted a run's signal: the `reason` of its {@link PeriodicAbortError}. */
+export type AbortReason = 'timeout' | 'stopPrevious' | 'shutdown' | 'leaseLost';
+
+/** A job's options or a call's arguments are invalid; the message names the job, the option, the value and the fix. */
+export class PeriodicConfigError extends Error {
+  override readonly name = 'PeriodicConfigError';
+}
+
+/** The `signal.reason` of a run the scheduler stopped; `reason` says why. */
+export class PeriodicAbortError extends Error {
+  override readonly name = 'PeriodicAbortError';
+
+  constructor(
+    /** Why the run was stopped. */
+    readonly reason: AbortReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** `syncTick` gave up waiting for its run; the run itself goes on. */
+export class PeriodicTimeoutError extends Error {
+  override readonly name = 'PeriodicTimeoutError';
+}
+
+/** A value as an error message shows it: strings quoted, functions and objects in short. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  const text = inspect(value, { depth: 1, breakLength: Infinity });
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}

@@ -1,0 +1,38 @@
+/** How a run ended. */
+export type JobExitReason = 'normal' | 'error' | 'timeout' | 'killed' | 'shutdown' | 'leaseLost';
+
+/** What a scheduler reports, in the order of one tick: see the README's "Events". */
+export type PeriodicEvent =
+  | { type: 'started'; name: string; jobId: number; scheduledAt: number; startedAt: number }
+  | {
+      type: 'finished';
+      name: string;
+      jobId: number;
+      reason: JobExitReason;
+      error?: unknown;
+      durationMs: number;
+    }
+  /** `stillRunning` is the jobId of the run that is still running. */
+  | { type: 'skipped'; name: string; stillRunning: number }
+  /** `jobId` is the run that was stopped. */
+  | { type: 'stoppedPrevious'; name: string; jobId: number }
+  /** `in` is the nominal delay: `initialDelay` for the first tick, `every` after. */
+  | { type: 'nextTick'; name: string; in: number }
+  | { type: 'missed'; name: string; count: number }
+  | { type: 'guardFailed'; name: string; error: unknown }
+  | { type: 'leaseAcquired'; name: string; fencingToken: number }
+  | { type: 'leaseLost'; name: string; reason: string };
+
+/** The `type` of a {@link PeriodicEvent}. */
+export type PeriodicEventType = PeriodicEvent['type'];
+
+/** The event of one type. */
+export type PeriodicEventOf<T extends PeriodicEventType> = Extract<PeriodicEvent, { type: T }>;
+
+/**
+ * Where a scheduler sends its events: a function, or an object whose optional `wants(type)` tells whether
+ * anyone listens to that type. The scheduler builds no event object that is not wanted.
+ */
+export type PeriodicEventSink =
+  | ((event: PeriodicEvent) => void)
+  | { emit(event: PeriodicEvent): void; wants?(type: PeriodicEventType): boolean };

@@ -1,0 +1,193 @@
+import { describeValue, PeriodicConfigError } from './errors.js';
+import type { PeriodicContext } from './run.js';
+
+/** `regular`: `every` is start-to-start (fixed rate); `shifted`: from the end of a run to the next tick (fixed delay). */
+export type DelayMode = 'regular' | 'shifted';
+
+/** What a tick does while an earlier run of the job is still running. */
+export type OverlapPolicy = 'run' | 'ignore' | 'stopPrevious';
+
+/** `manual`: no timers; the job ticks only when asked to (`tick`, `syncTick`). */
+export type SchedulerMode = 'auto' | 'manual';
+
+/** Grace a stopped run gets to settle: milliseconds, `Infinity`, or `'brutalKill'` (none). */
+export type JobShutdown = number | 'brutalKill';
+
+/** The options of a periodic job. `Host` is the class whose method runs, handed to `when`. */
+export interface PeriodicOptions<Host extends object = object> {
+  /** Interval in integer milliseconds (≥ 1); see `delayMode`. */
+  every: number;
+  /** Registry key, event and log label; unique in the application. @default '<Class>.<method>' */
+  name?: string;
+  /** Integer milliseconds from start to the first tick. @default every */
+  initialDelay?: number;
+  /** How `every` is measured. @default 'regular' */
+  delayMode?: DelayMode;
+  /** Guard evaluated on every tick, with the provider instance; a truthy result starts the job. @default none */
+  when?(instance: Host): boolean | Promise<boolean>;
+  /** What a tick does while an earlier run is still running. @default 'run' */
+  onOverlap?: OverlapPolicy;
+  /** Longest a run may take, in integer milliseconds (≥ 1) or `Infinity`, before it is stopped. @default Infinity */
+  timeout?: number;
+  /** Grace a stopped run gets to settle after its signal is aborted. @default 5000 */
+  jobShutdown?: JobShutdown;
+  /** `'manual'`: no timers, ticks only through `tick` / `syncTick`. @default the module's mode, else 'auto' */
+  mode?: SchedulerMode;
+  /** At most one replica of the application runs this job at a time; needs a coordinator. @default false */
+  exclusive?: boolean;
+}
+
+/** What a {@link PeriodicScheduler} is built from: the job's options, its name and the function it runs. */
+export interface PeriodicSchedulerOptions extends Omit<PeriodicOptions, 'name' | 'when'> {
+  /** Registry key, event and log label. */
+  name: string;
+  /** The job: called once per run with its context; a returned promise is awaited. */
+  run: (context: PeriodicContext) => unknown;
+  /** Guard evaluated on every tick; a truthy result starts the job. @default none */
+  when?: () => boolean | Promise<boolean>;
+}
+
+/** A job's options after validation, with every default filled in. */
+export interface ResolvedPeriodicOptions {
+  readonly name: string;
+  readonly every: number;
+  readonly initialDelay: number;
+  readonly delayMode: DelayMode;
+  readonly when: (() => boolean | Promise<boolean>) | undefined;
+  readonly onOverlap: OverlapPolicy;
+  readonly timeout: number;
+  readonly jobShutdown: JobShutdown;
+  readonly mode: SchedulerMode;
+  readonly exclusive: boolean;
+}
+
+interface Rule {
+  accepts(value: unknown): boolean;
+  /** What is accepted, as the message says it. */
+  expected: string;
+  /** The accepted strings, to suggest the nearest one for a typo. */
+  choices?: readonly string[];
+}
+
+const isMilliseconds = (value: unknown, min: number): boolean =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= min;
+
+function oneOf(...choices: string[]): Rule {
+  const quoted = choices.map((choice) => `'${choice}'`);
+  return {
+    accepts: (value) => choices.includes(value as string),
+    expected: `${quoted.slice(0, -1).join(', ')} or ${quoted[quoted.length - 1]}`,
+    choices,
+  };
+}
+
+const RULES = {
+  every: { accepts: (v) => isMilliseconds(v, 1), expected: 'an integer number of milliseconds ≥ 1' },
+  name: { accepts: (v) => typeof v === 'string' && v.length > 0, expected: 'a non-empty string' },
+  initialDelay: { accepts: (v) => isMilliseconds(v, 0), expected: 'an integer number of milliseconds ≥ 0' },
+  delayMode: oneOf('regular', 'shifted'),
+  when: {
+    accepts: (v) => typeof v === 'function',
+    expected: 'a function that returns a boolean or a promise of one',
+  },
+  onOverlap: oneOf('run', 'ignore', 'stopPrevious'),
+  timeout: {
+    accepts: (v) => v === Infinity || isMilliseconds(v, 1),
+    expected: 'an integer number of milliseconds ≥ 1, or Infinity',
+  },
+  jobShutdown: {
+    accepts: (v) => v === Infinity || v === 'brutalKill' || isMilliseconds(v, 0),
+    expected: "an integer number of milliseconds ≥ 0, Infinity or 'brutalKill'",
+    choices: ['brutalKill'],
+  },
+  mode: oneOf('auto', 'manual'),
+  exclusive: { accepts: (v) => typeof v === 'boolean', expected: 'true or false' },
+  run: { accepts: (v) => typeof v === 'function', expected: 'a function (the job)' },
+} satisfies Record<keyof PeriodicSchedulerOptions, Rule>;
+
+const OPTION_NAMES = Object.keys(RULES);
+
+/**
+ * Validates a job's options and fills in the defaults. `where` names the job in messages, e.g.
+ * `@Periodic() on Cleanup.purge`. Throws a {@link PeriodicConfigError} at the first invalid or unknown option.
+ */
+export function resolveOptions(input: PeriodicSchedulerOptions, where: string): ResolvedPeriodicOptions {
+  if (typeof input !== 'object' || input === null) {
+    throw new PeriodicConfigError(
+      `${where}: the options must be an object such as { every: 60_000 }, got ${describeValue(input)}`,
+    );
+  }
+  for (const key of Object.keys(input)) {
+    if (!(key in RULES)) {
+      const hint = nearest(key, OPTION_NAMES);
+      throw new PeriodicConfigError(
+        `${where}: unknown option "${key}"${hint === undefined ? '' : `; did you mean "${hint}"?`}` +
+          ` The options are: ${OPTION_NAMES.join(', ')}.`,
+      );
+    }
+  }
+  for (const [key, rule] of Object.entries(RULES) as [keyof PeriodicSchedulerOptions, Rule][]) {
+    const value = input[key];
+    const required = key === 'every' || key === 'name' || key === 'run';
+    if ((value !== undefined || required) && !rule.accepts(value)) throw invalid(where, key, value, rule);
+  }
+  return {
+    name: input.name,
+    every: input.every,
+    initialDelay: input.initialDelay ?? input.every,
+    delayMode: input.delayMode ?? 'regular',
+    when: input.when,
+    onOverlap: input.onOverlap ?? 'run',
+    timeout: input.timeout ?? Infinity,
+    jobShutdown: input.jobShutdown ?? 5000,
+    mode: input.mode ?? 'auto',
+    exclusive: input.exclusive ?? false,
+  };
+}
+
+/** Throws a {@link PeriodicConfigError} when `value` is not one that option `key` accepts. */
+export function checkOption(where: string, key: keyof typeof RULES, value: unknown): void {
+  const rule: Rule = RULES[key];
+  if (!rule.accepts(value)) throw invalid(where, key, value, rule);
+}
+
+/** The error for a value that breaks a rule, e.g. `"every" must be an integer number of milliseconds ≥ 1, got -5`. */
+function invalid(where: string, key: string, value: unknown, rule: Rule): PeriodicConfigError {
+  let got = describeValue(value);
+  if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
+    got += ' (beyond 2^53−1, the largest exact integer)';
+  }
+  const hint = typeof value === 'string' && rule.choices ? nearest(value, rule.choices) : undefined;
+  if (hint !== undefined) got += `; did you mean '${hint}'?`;
+  return new PeriodicConfigError(`${where}: "${key}" must be ${rule.expected}, got ${got}`);
+}
+
+/** The candidate a typo most likely meant: same letters ignoring case and `_`/`-`, or at most two edits away. */
+function nearest(word: string, candidates: readonly string[]): string | undefined {
+  const fold = (text: string) => text.toLowerCase().replace(/[-_]/g, '');
+  const exact = candidates.find((candidate) => fold(candidate) === fold(word));
+  if (exact !== undefined) return exact;
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of candidates) {
+    const distance = editDistance(fold(word), fold(candidate));
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j] + 1,
+        current[j - 1] + 1,
+        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}

@@ -1,0 +1,310 @@
+import { DeadlineTimer, now } from './clock.js';
+import { describeValue, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
+import type { PeriodicEvent, PeriodicEventSink, PeriodicEventType } from './events.js';
+import {
+  checkOption,
+  type PeriodicSchedulerOptions,
+  resolveOptions,
+  type ResolvedPeriodicOptions,
+} from './options.js';
+import {
+  isThenable,
+  Run,
+  type RunEnded,
+  type RunOutcome,
+  type SyncTickResult,
+  type TickResult,
+} from './run.js';
+
+/** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
+const SYNC_TICK_TIMEOUT = 4000;
+
+type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
+
+/**
+ * One scheduler runs one job: it ticks on a monotonic clock, evaluates the guard, applies the overlap
+ * policy, starts runs, stops them on timeout or shutdown, and reports every step as an event. Plain
+ * TypeScript: usable without Nest.
+ */
+export class PeriodicScheduler {
+  /** The job's name. */
+  readonly name: string;
+  /** The job's options, validated, with defaults filled in. */
+  readonly options: ResolvedPeriodicOptions;
+  private readonly job: PeriodicSchedulerOptions['run'];
+  private readonly sink: Sink | undefined;
+  private state: 'idle' | 'ticking' | 'stopped' = 'idle';
+  private readonly runs = new Set<Run>();
+  private lastJobId = 0;
+  /** Auto mode: the deadline the tick timer aims at, on the `now()` timeline. */
+  private deadline = 0;
+  private timer: DeadlineTimer | undefined;
+  private guardPending = false;
+  private stopped: Promise<void> | undefined;
+  private drained: (() => void) | undefined;
+
+  /**
+   * @param options the job's options with its `name` and the `run` function; invalid ones throw a
+   *   {@link PeriodicConfigError}.
+   * @param events where the scheduler reports its events.
+   * @param where how error messages name the job, e.g. `@Periodic() on Cleanup.purge`.
+   */
+  constructor(options: PeriodicSchedulerOptions, events?: PeriodicEventSink, where?: string) {
+    const name: unknown = options?.name;
+    where ??= `job ${typeof name === 'string' && name !== '' ? JSON.stringify(name) : '(unnamed)'}`;
+    this.options = resolveOptions(options, where);
+    if (this.options.exclusive) {
+      throw new PeriodicConfigError(
+        `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none is ` +
+          'configured; configure one in PeriodicModule.forRoot({ coordinator }) or remove "exclusive"',
+      );
+    }
+    if (events !== undefined && typeof events !== 'function' && typeof events?.emit !== 'function') {
+      throw new PeriodicConfigError(
+        `${where}: the event sink must be a function or an object with emit(event), got ${describeValue(events)}`,
+      );
+    }
+    this.name = this.options.name;
+    this.job = options.run;
+    this.sink = typeof events === 'function' ? { emit: events } : events;
+  }
+
+  /** The number of runs being tracked: started, and neither settled nor abandoned. */
+  get running(): number {
+    return this.runs.size;
+  }
+
+  /** Starts ticking: the first tick comes `initialDelay` ms from now (auto mode). Idempotent. */
+  start(): void {
+    if (this.state === 'ticking') return;
+    if (this.state === 'stopped') {
+      throw new PeriodicConfigError(
+        `job "${this.name}" was stopped and cannot start again; create a new PeriodicScheduler instead`,
+      );
+    }
+    this.state = 'ticking';
+    this.armNext(this.options.initialDelay);
+  }
+
+  /**
+   * Stops ticking, stops every run (`'shutdown'`, grace `jobShutdown`) and resolves once each has settled
+   * or been abandoned. Idempotent: every call returns the same promise.
+   */
+  stop(): Promise<void> {
+    if (this.stopped === undefined) {
+      this.state = 'stopped';
+      this.timer?.cancel();
+      if (this.runs.size === 0) {
+        this.stopped = Promise.resolve();
+      } else {
+        this.stopped = new Promise((resolve) => (this.drained = resolve));
+        for (const run of [...this.runs]) run.stop('shutdown');
+      }
+    }
+    return this.stopped;
+  }
+
+  /** Manual mode: performs one tick; resolves once the guard has been evaluated and the run, if any, started. */
+  async tick(): Promise<TickResult> {
+    const refusal = this.refuseManualTick();
+    if (refusal !== undefined) return refusal;
+    const run = await this.manualTick(undefined);
+    return run === undefined ? { ok: false, error: 'jobNotStarted' } : { ok: true, jobId: run.jobId };
+  }
+
+  /**
+   * Manual mode: performs one tick and resolves when the run it started has ended. Rejects with a
+   * {@link PeriodicTimeoutError} when `timeout` ms pass first; the run goes on.
+   */
+  async syncTick(options: { timeout?: number } = {}): Promise<SyncTickResult> {
+    const timeout = options.timeout ?? SYNC_TICK_TIMEOUT;
+    checkOption(`syncTick() of job "${this.name}"`, 'timeout', timeout);
+    const refusal = this.refuseManualTick();
+    if (refusal !== undefined) return refusal;
+    return new Promise((resolve, reject) => {
+      let run: Run | undefined;
+      const timer = new DeadlineTimer(() => reject(this.syncTickTimedOut(timeout, run)));
+      if (timeout !== Infinity) timer.armAt(now() + timeout);
+      const waiter = (outcome: RunOutcome) => {
+        timer.cancel();
+        resolve({ ok: true, ...outcome });
+      };
+      this.manualTick(waiter).then((started) => {
+        run = started;
+        if (started === undefined) {
+          timer.cancel();
+          resolve({ ok: false, error: 'jobNotStarted' });
+        }
+      }, reject);
+    });
+  }
+
+  // ---- One tick ----
+
+  /** Auto mode: the tick timer reached its deadline. */
+  private readonly onTimer = (): void => {
+    let scheduledAt = this.deadline;
+    if (this.options.delayMode === 'regular') {
+      // Missed slots are dropped, not replayed: run once for the latest slot that has passed.
+      const { every } = this.options;
+      const missed = Math.floor((now() - scheduledAt) / every);
+      if (missed > 0) {
+        scheduledAt += missed * every;
+        if (this.listens('missed')) this.emit({ type: 'missed', name: this.name, count: missed });
+      }
+      // The next deadline comes from this one, not from the clock, so the grid never drifts.
+      this.deadline = scheduledAt + every;
+      this.timer?.armAt(this.deadline);
+      if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: every });
+    }
+    void this.handleTick(scheduledAt, undefined);
+  };
+
+  /** Manual mode: a tick asked for by `tick` or `syncTick`. */
+  private async manualTick(waiter: Run['waiter']): Promise<Run | undefined> {
+    if (this.options.delayMode === 'regular' && this.listens('nextTick')) {
+      this.emit({ type: 'nextTick', name: this.name, in: this.options.every });
+    }
+    return this.handleTick(now(), waiter);
+  }
+
+  /** Evaluates the guard, then starts a run. Stays synchronous unless the guard returns a promise. */
+  private handleTick(scheduledAt: number, waiter: Run['waiter']): Run | undefined | Promise<Run | undefined> {
+    if (this.state !== 'ticking') return undefined;
+    const guard = this.options.when;
+    if (guard === undefined) return this.startRun(scheduledAt, waiter);
+    if (this.guardPending) {
+      if (this.listens('missed')) this.emit({ type: 'missed', name: this.name, count: 1 });
+      return this.noRun();
+    }
+    let verdict: unknown;
+    try {
+      verdict = guard();
+      if (!isThenable(verdict)) return verdict ? this.startRun(scheduledAt, waiter) : this.noRun();
+    } catch (error) {
+      return this.guardFailed(error);
+    }
+    this.guardPending = true;
+    return Promise.resolve(verdict).then(
+      (passed) => {
+        this.guardPending = false;
+        return passed ? this.startRun(scheduledAt, waiter) : this.noRun();
+      },
+      (error: unknown) => {
+        this.guardPending = false;
+        return this.guardFailed(error);
+      },
+    );
+  }
+
+  /** Applies the overlap policy, then starts a run. */
+  private startRun(scheduledAt: number, waiter: Run['waiter']): Run | undefined {
+    if (this.state !== 'ticking') return undefined;
+    if (this.runs.size > 0 && this.options.onOverlap !== 'run') {
+      if (this.options.onOverlap === 'ignore') {
+        if (this.listens('skipped')) {
+          const [stillRunning] = this.runs;
+          this.emit({ type: 'skipped', name: this.name, stillRunning: stillRunning.jobId });
+        }
+        return this.noRun();
+      }
+      for (const previous of [...this.runs]) {
+        previous.stop('stopPrevious');
+        if (this.listens('stoppedPrevious')) {
+          this.emit({ type: 'stoppedPrevious', name: this.name, jobId: previous.jobId });
+        }
+      }
+      // An abort listener of the stopped run may have stopped this scheduler.
+      if (this.state !== 'ticking') return undefined;
+    }
+    const run = new Run(this.options, ++this.lastJobId, scheduledAt, this.onRunEnd);
+    run.waiter = waiter;
+    this.runs.add(run);
+    if (this.listens('started')) {
+      const { jobId, startedAt } = run.context;
+      this.emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
+    }
+    run.launch(this.job);
+    return run;
+  }
+
+  private guardFailed(error: unknown): undefined {
+    if (this.listens('guardFailed')) this.emit({ type: 'guardFailed', name: this.name, error });
+    return this.noRun();
+  }
+
+  /** A tick that starts no run: in shifted mode the next tick comes `every` ms after it. */
+  private noRun(): undefined {
+    if (this.options.delayMode === 'shifted' && this.state === 'ticking') this.armNext(this.options.every);
+    return undefined;
+  }
+
+  private readonly onRunEnd: RunEnded = (run, reason, failed, error) => {
+    this.runs.delete(run);
+    const durationMs = now() - run.context.startedAt;
+    // A run replaced by stopPrevious leaves the next tick to the run that replaced it.
+    if (this.options.delayMode === 'shifted' && this.state === 'ticking' && !run.replaced) {
+      this.armNext(this.options.every);
+    }
+    const listening = this.listens('finished');
+    if (listening || run.waiter !== undefined) {
+      const outcome: RunOutcome = failed ? { reason, error, durationMs } : { reason, durationMs };
+      if (listening) this.emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
+      run.waiter?.(outcome);
+    }
+    if (this.runs.size === 0) this.drained?.();
+  };
+
+  /** Arms the next tick `delay` ms from now (first tick, shifted mode); manual mode only reports it. */
+  private armNext(delay: number): void {
+    if (this.options.mode === 'auto') {
+      this.deadline = now() + delay;
+      (this.timer ??= new DeadlineTimer(this.onTimer)).armAt(this.deadline);
+    }
+    if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: delay });
+  }
+
+  // ---- Plumbing ----
+
+  private refuseManualTick(): Extract<TickResult, { ok: false }> | undefined {
+    if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
+    if (this.state !== 'ticking') return { ok: false, error: 'jobNotStarted' };
+    return undefined;
+  }
+
+  private syncTickTimedOut(timeout: number, run: Run | undefined): PeriodicTimeoutError {
+    const what =
+      run === undefined ? 'its guard is still pending' : `run #${run.jobId} is still running and goes on`;
+    return new PeriodicTimeoutError(
+      `syncTick() of job "${this.name}" gave up after ${timeout}ms: ${what}. ` +
+        'Make the run settle sooner (does it honour ctx.signal?) or pass a larger { timeout }.',
+    );
+  }
+
+  private listens(type: PeriodicEventType): boolean {
+    const sink = this.sink;
+    if (sink?.wants === undefined) return sink !== undefined;
+    try {
+      return sink.wants(type);
+    } catch (error) {
+      this.sinkFailed(type, error);
+      return false;
+    }
+  }
+
+  /** Delivers an event; a sink that throws is reported as a process warning and changes nothing else. */
+  private emit(event: PeriodicEvent): void {
+    try {
+      this.sink?.emit(event);
+    } catch (error) {
+      this.sinkFailed(event.type, error);
+    }
+  }
+
+  private sinkFailed(type: PeriodicEventType, error: unknown): void {
+    const detail = error instanceof Error ? (error.stack ?? error.message) : describeValue(error);
+    process.emitWarning(`the event sink of job "${this.name}" threw on "${type}": ${detail}`, {
+      code: 'PERIODIC_EVENT_SINK',
+    });
+  }
+}

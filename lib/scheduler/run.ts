@@ -1,0 +1,169 @@
+import { DeadlineTimer, now } from './clock.js';
+import { type AbortReason, PeriodicAbortError } from './errors.js';
+import type { JobExitReason } from './events.js';
+import type { ResolvedPeriodicOptions } from './options.js';
+
+/** What a run of a job receives. */
+export interface PeriodicContext {
+  /** The job's name. */
+  readonly name: string;
+  /** 1, 2, 3 … per job, in start order. */
+  readonly jobId: number;
+  /** Aborted when the scheduler stops this run; its `reason` is a {@link PeriodicAbortError}. */
+  readonly signal: AbortSignal;
+  /** The tick's deadline on the `performance.now()` timeline, in ms. */
+  readonly scheduledAt: number;
+  /** `performance.now()` when the run started. */
+  readonly startedAt: number;
+  /** Exclusive jobs only: grows with every new lease holder, so a resource can refuse a stale one. */
+  readonly fencingToken?: number;
+}
+
+/** What `tick()` resolves: the run it started, or why none started. */
+export type TickResult =
+  { ok: true; jobId: number } | { ok: false; error: 'jobNotStarted' | 'notInManualMode' };
+
+/** What `syncTick()` resolves: how the run it started ended, or why none started. */
+export type SyncTickResult =
+  | { ok: true; reason: JobExitReason; error?: unknown; durationMs: number }
+  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' };
+
+/** How a run ended: `error` is present when it threw or rejected. */
+export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
+
+/** Called once when a run ends: it settled (`failed` tells whether it threw), or it was abandoned. */
+export type RunEnded = (run: Run, reason: JobExitReason, failed: boolean, error: unknown) => void;
+
+/** The exit reason of a stopped run that settled within its grace. */
+const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
+  timeout: 'timeout',
+  stopPrevious: 'killed',
+  shutdown: 'shutdown',
+  leaseLost: 'leaseLost',
+};
+
+/** The exit reason of a stopped run that was abandoned. */
+const ABANDONED_AFTER: Record<AbortReason, JobExitReason> = { ...SETTLED_AFTER, shutdown: 'killed' };
+
+/**
+ * One call of the job, from its start until it settles or is abandoned. Stopping a run aborts its signal
+ * and gives it a grace to settle; the first stop decides its exit reason.
+ */
+export class Run {
+  readonly context: PeriodicContext;
+  /** Set once the run has ended; whatever it does after that is swallowed. */
+  ended = false;
+  /** Told how the run ended (`syncTick`). */
+  waiter: ((outcome: RunOutcome) => void) | undefined;
+  private stopReason: AbortReason | undefined;
+  private readonly controller = new AbortController();
+  /** The timeout while the run runs, then the grace once it has been stopped. */
+  private timer: DeadlineTimer | undefined;
+
+  constructor(
+    private readonly options: ResolvedPeriodicOptions,
+    jobId: number,
+    scheduledAt: number,
+    private readonly onEnd: RunEnded,
+  ) {
+    this.context = {
+      name: options.name,
+      jobId,
+      signal: this.controller.signal,
+      scheduledAt,
+      startedAt: now(),
+    };
+  }
+
+  get jobId(): number {
+    return this.context.jobId;
+  }
+
+  /** True once the run has been stopped by `onOverlap: 'stopPrevious'`. */
+  get replaced(): boolean {
+    return this.stopReason === 'stopPrevious';
+  }
+
+  /** Calls the job; a run that returns a promise ends when it settles, any other run ends at once. */
+  launch(job: (context: PeriodicContext) => unknown): void {
+    let result: unknown;
+    try {
+      result = job(this.context);
+      if (!isThenable(result)) return this.settle(false, undefined);
+    } catch (error) {
+      return this.settle(true, error);
+    }
+    Promise.resolve(result).then(
+      () => this.settle(false, undefined),
+      (error: unknown) => this.settle(true, error),
+    );
+    // The job may have stopped its own scheduler; that stop's grace timer must stay.
+    if (this.options.timeout !== Infinity && this.stopReason === undefined) {
+      this.timer = new DeadlineTimer(this.onTimer);
+      this.timer.armAt(this.context.startedAt + this.options.timeout);
+    }
+  }
+
+  /**
+   * Aborts the run's signal, then abandons it when its grace runs out: at once after `'stopPrevious'` or
+   * with `jobShutdown: 'brutalKill'`, never with `Infinity`. A run already stopped keeps its first reason.
+   */
+  stop(reason: AbortReason): void {
+    if (this.ended) return;
+    const grace = reason === 'stopPrevious' ? 'brutalKill' : this.options.jobShutdown;
+    if (this.stopReason !== undefined) {
+      if (grace === 'brutalKill') this.abandon();
+      return;
+    }
+    this.stopReason = reason;
+    this.timer?.cancel();
+    this.controller.abort(new PeriodicAbortError(reason, this.abortMessage(reason)));
+    // An abort listener may have stopped the scheduler, and with it this run.
+    if (this.ended) return;
+    if (grace === 'brutalKill') return this.abandon();
+    if (grace === Infinity) return;
+    this.timer ??= new DeadlineTimer(this.onTimer);
+    this.timer.armAt(now() + grace);
+  }
+
+  private readonly onTimer = (): void => {
+    if (this.stopReason === undefined) this.stop('timeout');
+    else this.abandon();
+  };
+
+  private settle(failed: boolean, error: unknown): void {
+    if (this.ended) return;
+    const reason =
+      this.stopReason === undefined ? (failed ? 'error' : 'normal') : SETTLED_AFTER[this.stopReason];
+    this.end(reason, failed, error);
+  }
+
+  private abandon(): void {
+    this.end(ABANDONED_AFTER[this.stopReason as AbortReason], false, undefined);
+  }
+
+  private end(reason: JobExitReason, failed: boolean, error: unknown): void {
+    this.ended = true;
+    this.timer?.cancel();
+    this.onEnd(this, reason, failed, error);
+  }
+
+  private abortMessage(reason: AbortReason): string {
+    const run = `job ${this.options.name}#${this.jobId}`;
+    switch (reason) {
+      case 'timeout':
+        return `${run} timed out after ${this.options.timeout}ms`;
+      case 'stopPrevious':
+        return `${run} was stopped: a new run started (onOverlap: 'stopPrevious')`;
+      case 'shutdown':
+        return `${run} was stopped: its scheduler is shutting down`;
+      case 'leaseLost':
+        return `${run} was stopped: this replica lost the job's lease`;
+    }
+  }
+}
+
+/** Whether a value is a promise or promise-like. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}

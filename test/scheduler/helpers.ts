@@ -1,0 +1,67 @@
+import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
+import type { PeriodicEvent, PeriodicEventType } from '../../lib/scheduler/events.js';
+import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
+import type { PeriodicContext } from '../../lib/scheduler/run.js';
+
+/** An event sink that keeps every event, with short views for assertions. */
+export class EventLog {
+  readonly events: PeriodicEvent[] = [];
+  readonly sink = (event: PeriodicEvent): void => {
+    this.events.push(event);
+  };
+
+  /** The event types in order, e.g. `['nextTick', 'started', 'finished']`. */
+  types(): PeriodicEventType[] {
+    return this.events.map((event) => event.type);
+  }
+
+  of<T extends PeriodicEventType>(type: T): Extract<PeriodicEvent, { type: T }>[] {
+    return this.events.filter((event): event is Extract<PeriodicEvent, { type: T }> => event.type === type);
+  }
+
+  clear(): void {
+    this.events.length = 0;
+  }
+}
+
+type Options = Omit<PeriodicSchedulerOptions, 'name' | 'run'> &
+  Partial<Pick<PeriodicSchedulerOptions, 'name' | 'run'>>;
+
+/** A started scheduler named "job" with an event log; the run defaults to one that returns at once. */
+export function startScheduler(options: Options): { scheduler: PeriodicScheduler; log: EventLog } {
+  const log = new EventLog();
+  const scheduler = new PeriodicScheduler({ name: 'job', run: () => undefined, ...options }, log.sink);
+  scheduler.start();
+  return { scheduler, log };
+}
+
+/** A promise with its settle functions, for runs and guards that end when the test says so. */
+export function deferred<T = void>(): {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+} {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** A run that settles only when its signal is aborted (it honours cancellation). */
+export function honouringRun({ signal }: PeriodicContext): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve()));
+}
+
+/** A run that never settles and ignores its signal. */
+export function stuckRun(): Promise<never> {
+  return new Promise<never>(() => undefined);
+}
+
+/** Lets pending promise callbacks run (real microtasks; Jest's fake timers do not touch promises). */
+export async function flush(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+}

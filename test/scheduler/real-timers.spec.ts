@@ -1,0 +1,115 @@
+import { describe, expect, it } from '@jest/globals';
+import type { PeriodicEvent } from '../../lib/scheduler/events.js';
+import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
+import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
+import { EventLog } from './helpers.js';
+
+// Real timers. These tests assert the shape of the schedule (the grid, never early, missed slots), never how
+// late a tick was: a busy machine may delay ticks or drop slots, and every assertion allows for that.
+
+/** Starts a scheduler and resolves with its log once `done` holds for an event, then stops it. */
+function runUntil(
+  options: Omit<PeriodicSchedulerOptions, 'name'>,
+  done: (event: PeriodicEvent, log: EventLog) => boolean,
+): Promise<EventLog> {
+  const log = new EventLog();
+  return new Promise((resolve) => {
+    const scheduler = new PeriodicScheduler({ name: 'real', ...options }, (event) => {
+      log.sink(event);
+      if (done(event, log)) void scheduler.stop().then(() => resolve(log));
+    });
+    scheduler.start();
+  });
+}
+
+/** The slot number of a deadline on the grid `first + k·every`, or NaN when it is off the grid. */
+function slotOf(scheduledAt: number, first: number, every: number): number {
+  const k = (scheduledAt - first) / every;
+  return Math.abs(k - Math.round(k)) < 1e-6 ? Math.round(k) : NaN;
+}
+
+const SECONDS = 1000;
+
+describe('regular mode on real timers', () => {
+  it(
+    'ticks stay on the grid, never start early, and ticks plus missed slots account for all slots',
+    async () => {
+      const every = 20;
+      const log = await runUntil(
+        { every, run: () => undefined },
+        (event, log) => event.type === 'started' && log.of('started').length === 30,
+      );
+      const started = log.of('started');
+      const first = started[0].scheduledAt;
+      const slots = started.map((event) => slotOf(event.scheduledAt, first, every));
+      expect(slots.every((slot, i) => Number.isInteger(slot) && (i === 0 || slot > slots[i - 1]))).toBe(true);
+      for (const event of started) expect(event.startedAt).toBeGreaterThanOrEqual(event.scheduledAt);
+      const missed = log.of('missed').reduce((sum, event) => sum + event.count, 0);
+      expect(started.length + missed).toBe(slots.at(-1)! + 1);
+    },
+    20 * SECONDS,
+  );
+
+  it(
+    'a blocked event loop: the late tick reports the dropped slots, runs once, and the grid continues',
+    async () => {
+      const every = 20;
+      let calls = 0;
+      const log = await runUntil(
+        {
+          every,
+          run: () => {
+            // The second run blocks the event loop for 100 ms: at least 4 slots pass.
+            if (++calls === 2) for (const end = performance.now() + 100; performance.now() < end;);
+          },
+        },
+        (event, log) => event.type === 'started' && log.of('started').length === 6,
+      );
+      const started = log.of('started');
+      const first = started[0].scheduledAt;
+      const slots = started.map((event) => slotOf(event.scheduledAt, first, every));
+      expect(slots.every((slot) => Number.isInteger(slot))).toBe(true);
+      expect(slots[2] - slots[1]).toBeGreaterThanOrEqual(5);
+      const stall = log.events.findIndex((event) => event.type === 'missed');
+      expect(log.events[stall]).toEqual({ type: 'missed', name: 'real', count: expect.any(Number) });
+      expect((log.events[stall] as { count: number }).count).toBeGreaterThanOrEqual(4);
+      expect(log.events[stall + 1].type).toBe('nextTick');
+      for (const event of started) expect(event.startedAt).toBeGreaterThanOrEqual(event.scheduledAt);
+    },
+    20 * SECONDS,
+  );
+});
+
+describe('shifted mode on real timers', () => {
+  it(
+    'the gap from the end of a run to the next tick is never below every',
+    async () => {
+      const every = 20;
+      const log = await runUntil(
+        { every, delayMode: 'shifted', run: () => new Promise((resolve) => setTimeout(resolve, 15)) },
+        (event, log) => event.type === 'started' && log.of('started').length === 8,
+      );
+      const started = log.of('started');
+      const finished = log.of('finished');
+      for (let i = 1; i < started.length; i++) {
+        const end = started[i - 1].startedAt + finished[i - 1].durationMs;
+        expect(started[i].scheduledAt - end).toBeGreaterThanOrEqual(every);
+        expect(started[i].startedAt).toBeGreaterThanOrEqual(started[i].scheduledAt);
+      }
+    },
+    20 * SECONDS,
+  );
+});
+
+describe('process lifetime', () => {
+  const timers = () => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+
+  it('a ticking scheduler keeps the process alive with one timer; after stop() none of its timers remains', async () => {
+    const before = timers();
+    const scheduler = new PeriodicScheduler({ name: 'alive', every: 60 * SECONDS, run: () => undefined });
+    scheduler.start();
+    expect(timers()).toBe(before + 1);
+    await scheduler.stop();
+    expect(timers()).toBe(before);
+  });
+});
