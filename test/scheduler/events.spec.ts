@@ -1,15 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import type { PeriodicEvent, PeriodicEventType } from '../../lib/scheduler/events.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { flush, startScheduler, stuckRun } from './helpers.js';
+import { flush, startScheduler, stuckRun, useFakeTimers } from './helpers.js';
 
-beforeEach(() => {
-  jest.useFakeTimers();
-});
-afterEach(() => {
-  jest.restoreAllMocks();
-  jest.useRealTimers();
-});
+useFakeTimers();
 
 const run = () => undefined;
 

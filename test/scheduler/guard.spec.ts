@@ -1,12 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { deferred, flush, startScheduler } from './helpers.js';
+import { describe, expect, it, jest } from '@jest/globals';
+import { deferred, flush, startScheduler, useFakeTimers } from './helpers.js';
 
-beforeEach(() => {
-  jest.useFakeTimers();
-});
-afterEach(() => {
-  jest.useRealTimers();
-});
+useFakeTimers();
 
 describe('when', () => {
   it.each([true, 1, 'yes', {}])('a truthy result (%p) starts the run', async (verdict) => {

@@ -1,3 +1,4 @@
+import { afterEach, beforeEach, jest } from '@jest/globals';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicEvent, PeriodicEventType } from '../../lib/scheduler/events.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
@@ -35,12 +36,25 @@ export function startScheduler(options: Options): { scheduler: PeriodicScheduler
   return { scheduler, log };
 }
 
+/** Every test of the calling file runs on Jest's fake timers, with its mocks restored afterwards. */
+export function useFakeTimers(): void {
+  beforeEach(() => {
+    jest.useFakeTimers();
+  });
+  afterEach(() => {
+    jest.restoreAllMocks();
+    jest.useRealTimers();
+  });
+}
+
 /** A promise with its settle functions, for runs and guards that end when the test says so. */
-export function deferred<T = void>(): {
+export interface Deferred<T> {
   promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (error: unknown) => void;
-} {
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
   let resolve!: (value: T) => void;
   let reject!: (error: unknown) => void;
   const promise = new Promise<T>((res, rej) => {
@@ -48,6 +62,13 @@ export function deferred<T = void>(): {
     reject = rej;
   });
   return { promise, resolve, reject };
+}
+
+/** A job whose runs return, in turn, the promises of `runs`: each run ends when the test settles its promise. */
+export function runsInTurn(count: number): { runs: Deferred<void>[]; run: () => Promise<void> } {
+  const runs = Array.from({ length: count }, () => deferred());
+  let next = 0;
+  return { runs, run: () => runs[next++].promise };
 }
 
 /** A run that settles only when its signal is aborted (it honours cancellation). */

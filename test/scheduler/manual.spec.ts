@@ -1,14 +1,17 @@
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { PeriodicConfigError, PeriodicTimeoutError } from '../../lib/scheduler/errors.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { deferred, EventLog, flush, honouringRun, startScheduler, stuckRun } from './helpers.js';
+import {
+  deferred,
+  EventLog,
+  flush,
+  honouringRun,
+  startScheduler,
+  stuckRun,
+  useFakeTimers,
+} from './helpers.js';
 
-beforeEach(() => {
-  jest.useFakeTimers();
-});
-afterEach(() => {
-  jest.useRealTimers();
-});
+useFakeTimers();
 
 describe('manual mode', () => {
   it('arms no timer: the job runs only when ticked', () => {

@@ -1,13 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
-import { deferred, flush, startScheduler, stuckRun } from './helpers.js';
+import { deferred, flush, startScheduler, stuckRun, useFakeTimers, runsInTurn } from './helpers.js';
 
-beforeEach(() => {
-  jest.useFakeTimers();
-});
-afterEach(() => {
-  jest.useRealTimers();
-});
+useFakeTimers();
 
 describe("onOverlap: 'run' (default)", () => {
   it('a tick while a run is running starts another run; they overlap', async () => {
@@ -137,13 +132,12 @@ describe("onOverlap: 'stopPrevious'", () => {
   });
 
   it('a stopped run that settles later changes nothing', async () => {
-    const runs = [deferred(), deferred()];
-    let next = 0;
+    const { runs, run } = runsInTurn(2);
     const { scheduler, log } = startScheduler({
       every: 10,
       mode: 'manual',
       onOverlap: 'stopPrevious',
-      run: () => runs[next++].promise,
+      run,
     });
     await scheduler.tick();
     await scheduler.tick();
@@ -187,14 +181,13 @@ describe("onOverlap: 'stopPrevious'", () => {
   });
 
   it('shifted mode: the replaced run does not arm a tick; the new run arms it when it ends', async () => {
-    const runs = [deferred(), deferred()];
-    let next = 0;
+    const { runs, run } = runsInTurn(2);
     const { scheduler, log } = startScheduler({
       every: 10,
       mode: 'manual',
       delayMode: 'shifted',
       onOverlap: 'stopPrevious',
-      run: () => runs[next++].promise,
+      run,
     });
     await scheduler.tick();
     log.clear();

@@ -22,10 +22,12 @@ function runUntil(
   });
 }
 
-/** The slot number of a deadline on the grid `first + k·every`, or NaN when it is off the grid. */
-function slotOf(scheduledAt: number, first: number, every: number): number {
-  const k = (scheduledAt - first) / every;
-  return Math.abs(k - Math.round(k)) < 1e-6 ? Math.round(k) : NaN;
+/** Each run's slot on the grid `first + k·every` of the first run's deadline, or NaN when it is off the grid. */
+function gridSlots(started: { scheduledAt: number }[], every: number): number[] {
+  return started.map(({ scheduledAt }) => {
+    const k = (scheduledAt - started[0].scheduledAt) / every;
+    return Math.abs(k - Math.round(k)) < 1e-6 ? Math.round(k) : NaN;
+  });
 }
 
 const SECONDS = 1000;
@@ -40,8 +42,7 @@ describe('regular mode on real timers', () => {
         (event, log) => event.type === 'started' && log.of('started').length === 30,
       );
       const started = log.of('started');
-      const first = started[0].scheduledAt;
-      const slots = started.map((event) => slotOf(event.scheduledAt, first, every));
+      const slots = gridSlots(started, every);
       expect(slots.every((slot, i) => Number.isInteger(slot) && (i === 0 || slot > slots[i - 1]))).toBe(true);
       for (const event of started) expect(event.startedAt).toBeGreaterThanOrEqual(event.scheduledAt);
       const missed = log.of('missed').reduce((sum, event) => sum + event.count, 0);
@@ -66,8 +67,7 @@ describe('regular mode on real timers', () => {
         (event, log) => event.type === 'started' && log.of('started').length === 6,
       );
       const started = log.of('started');
-      const first = started[0].scheduledAt;
-      const slots = started.map((event) => slotOf(event.scheduledAt, first, every));
+      const slots = gridSlots(started, every);
       expect(slots.every((slot) => Number.isInteger(slot))).toBe(true);
       expect(slots[2] - slots[1]).toBeGreaterThanOrEqual(5);
       const stall = log.events.findIndex((event) => event.type === 'missed');

@@ -1,14 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
-import { deferred, flush, honouringRun, startScheduler, stuckRun } from './helpers.js';
+import { deferred, flush, honouringRun, startScheduler, stuckRun, useFakeTimers } from './helpers.js';
 
-beforeEach(() => {
-  jest.useFakeTimers();
-});
-afterEach(() => {
-  jest.useRealTimers();
-});
+useFakeTimers();
 
 describe('the run context', () => {
   it('carries the name, a jobId counting from 1, an open signal, scheduledAt and startedAt', async () => {

@@ -1,14 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { DeadlineTimer, MAX_TIMER_DELAY } from '../../lib/scheduler/clock.js';
-import { deferred, flush, startScheduler } from './helpers.js';
+import { deferred, flush, startScheduler, useFakeTimers, runsInTurn } from './helpers.js';
 
-beforeEach(() => {
-  jest.useFakeTimers();
-});
-afterEach(() => {
-  jest.restoreAllMocks();
-  jest.useRealTimers();
-});
+useFakeTimers();
 
 /** Makes `performance.now()` read `by` ms ahead of the fake clock, as after a stalled event loop. */
 function stallClock(by: number): void {
@@ -295,13 +289,12 @@ describe('one pending tick', () => {
   });
 
   it('in shifted mode, runs ending one after another re-arm the one pending tick', async () => {
-    const runs = [deferred(), deferred()];
-    let next = 0;
+    const { runs, run } = runsInTurn(2);
     const { scheduler, log } = startScheduler({
       every: 100,
       delayMode: 'shifted',
       mode: 'manual',
-      run: () => runs[next++].promise,
+      run,
     });
     await scheduler.tick();
     await scheduler.tick();
