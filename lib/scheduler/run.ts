@@ -51,10 +51,10 @@ const ABANDONED_AFTER: Record<AbortReason, JobExitReason> = { ...SETTLED_AFTER, 
  */
 export class Run {
   readonly context: PeriodicContext;
-  /** Set once the run has ended; whatever it does after that is swallowed. */
-  ended = false;
   /** Told how the run ended (`syncTick`). */
   waiter: ((outcome: RunOutcome) => void) | undefined;
+  /** Set once the run has ended; whatever it does after that is swallowed. */
+  private ended = false;
   private stopReason: AbortReason | undefined;
   private readonly controller = new AbortController();
   /** The timeout while the run runs, then the grace once it has been stopped. */
@@ -99,8 +99,7 @@ export class Run {
     );
     // The job may have stopped its own scheduler; that stop's grace timer must stay.
     if (this.options.timeout !== Infinity && this.stopReason === undefined) {
-      this.timer = new DeadlineTimer(this.onTimer);
-      this.timer.armAt(this.context.startedAt + this.options.timeout);
+      this.armTimer(this.context.startedAt + this.options.timeout);
     }
   }
 
@@ -121,15 +120,17 @@ export class Run {
     // An abort listener may have stopped the scheduler, and with it this run.
     if (this.ended) return;
     if (grace === 'brutalKill') return this.abandon();
-    if (grace === Infinity) return;
-    this.timer ??= new DeadlineTimer(this.onTimer);
-    this.timer.armAt(now() + grace);
+    if (grace !== Infinity) this.armTimer(now() + grace);
   }
 
-  private readonly onTimer = (): void => {
-    if (this.stopReason === undefined) this.stop('timeout');
-    else this.abandon();
-  };
+  /** Runs without a timeout that are never stopped, the most common kind, allocate no timer at all. */
+  private armTimer(deadline: number): void {
+    this.timer ??= new DeadlineTimer(() => {
+      if (this.stopReason === undefined) this.stop('timeout');
+      else this.abandon();
+    });
+    this.timer.armAt(deadline);
+  }
 
   private settle(failed: boolean, error: unknown): void {
     if (this.ended) return;
