@@ -21,6 +21,11 @@ export class PeriodicAbortError extends Error {
   }
 }
 
+/** No job has the name asked for; the message lists the names there are. */
+export class PeriodicNotFoundError extends Error {
+  override readonly name = 'PeriodicNotFoundError';
+}
+
 /** `syncTick` gave up waiting for its run; the run itself goes on. */
 export class PeriodicTimeoutError extends Error {
   override readonly name = 'PeriodicTimeoutError';

@@ -163,7 +163,7 @@ function invalid(where: string, key: string, value: unknown, rule: Rule): Period
 }
 
 /** The candidate a typo most likely meant: same letters ignoring case and `_`/`-`, or at most two edits away. */
-function nearest(word: string, candidates: readonly string[]): string | undefined {
+export function nearest(word: string, candidates: readonly string[]): string | undefined {
   const fold = (text: string) => text.toLowerCase().replace(/[-_]/g, '');
   const exact = candidates.find((candidate) => fold(candidate) === fold(word));
   if (exact !== undefined) return exact;

@@ -33,7 +33,7 @@ export class PeriodicScheduler {
   readonly options: ResolvedPeriodicOptions;
   private readonly job: PeriodicSchedulerOptions['run'];
   private readonly sink: Sink | undefined;
-  private state: 'idle' | 'ticking' | 'stopped' = 'idle';
+  private status: 'idle' | 'ticking' | 'stopped' = 'idle';
   private readonly runs = new Set<Run>();
   private lastJobId = 0;
   /** Auto mode: the deadline the tick timer aims at, on the `now()` timeline. */
@@ -69,6 +69,11 @@ export class PeriodicScheduler {
     this.sink = typeof events === 'function' ? { emit: events } : events;
   }
 
+  /** `'idle'` until `start()`, `'ticking'` until `stop()`, then `'stopped'` for good. */
+  get state(): 'idle' | 'ticking' | 'stopped' {
+    return this.status;
+  }
+
   /** The number of runs being tracked: started, and neither settled nor abandoned. */
   get running(): number {
     return this.runs.size;
@@ -76,13 +81,13 @@ export class PeriodicScheduler {
 
   /** Starts ticking: the first tick comes `initialDelay` ms from now (auto mode). Idempotent. */
   start(): void {
-    if (this.state === 'ticking') return;
-    if (this.state === 'stopped') {
+    if (this.status === 'ticking') return;
+    if (this.status === 'stopped') {
       throw new PeriodicConfigError(
         `job "${this.name}" was stopped and cannot start again; create a new PeriodicScheduler instead`,
       );
     }
-    this.state = 'ticking';
+    this.status = 'ticking';
     this.armNext(this.options.initialDelay);
   }
 
@@ -92,7 +97,7 @@ export class PeriodicScheduler {
    */
   stop(): Promise<void> {
     if (this.stopped === undefined) {
-      this.state = 'stopped';
+      this.status = 'stopped';
       this.timer?.cancel();
       if (this.runs.size === 0) {
         this.stopped = Promise.resolve();
@@ -170,7 +175,7 @@ export class PeriodicScheduler {
 
   /** Evaluates the guard, then starts a run. Stays synchronous unless the guard returns a promise. */
   private handleTick(scheduledAt: number, waiter: Run['waiter']): Run | undefined | Promise<Run | undefined> {
-    if (this.state !== 'ticking') return undefined;
+    if (this.status !== 'ticking') return undefined;
     const guard = this.options.when;
     if (guard === undefined) return this.startRun(scheduledAt, waiter);
     if (this.guardPending) {
@@ -199,7 +204,7 @@ export class PeriodicScheduler {
 
   /** Applies the overlap policy, then starts a run. */
   private startRun(scheduledAt: number, waiter: Run['waiter']): Run | undefined {
-    if (this.state !== 'ticking') return undefined;
+    if (this.status !== 'ticking') return undefined;
     if (this.runs.size > 0 && this.options.onOverlap !== 'run') {
       if (this.options.onOverlap === 'ignore') {
         if (this.listens('skipped')) {
@@ -215,7 +220,7 @@ export class PeriodicScheduler {
         }
       }
       // An abort listener of the stopped run may have stopped this scheduler.
-      if (this.state !== 'ticking') return undefined;
+      if (this.status !== 'ticking') return undefined;
     }
     const run = new Run(this.options, ++this.lastJobId, scheduledAt, this.onRunEnd);
     run.waiter = waiter;
@@ -235,7 +240,7 @@ export class PeriodicScheduler {
 
   /** A tick that starts no run: in shifted mode the next tick comes `every` ms after it. */
   private noRun(): undefined {
-    if (this.options.delayMode === 'shifted' && this.state === 'ticking') this.armNext(this.options.every);
+    if (this.options.delayMode === 'shifted' && this.status === 'ticking') this.armNext(this.options.every);
     return undefined;
   }
 
@@ -243,7 +248,7 @@ export class PeriodicScheduler {
     this.runs.delete(run);
     const durationMs = now() - run.context.startedAt;
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it.
-    if (this.options.delayMode === 'shifted' && this.state === 'ticking' && !run.replaced) {
+    if (this.options.delayMode === 'shifted' && this.status === 'ticking' && !run.replaced) {
       this.armNext(this.options.every);
     }
     const listening = this.listens('finished');
@@ -268,7 +273,7 @@ export class PeriodicScheduler {
 
   private refuseManualTick(): Extract<TickResult, { ok: false }> | undefined {
     if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
-    if (this.state !== 'ticking') return { ok: false, error: 'jobNotStarted' };
+    if (this.status !== 'ticking') return { ok: false, error: 'jobNotStarted' };
     return undefined;
   }
 

@@ -165,6 +165,18 @@ describe('start() and stop()', () => {
     expect(log.of('nextTick')).toHaveLength(1);
   });
 
+  it('state is idle until start(), ticking until stop(), then stopped, as soon as stop() is called', async () => {
+    const scheduler = new PeriodicScheduler({ name: 'job', every: 10, mode: 'manual', run: honouringRun });
+    expect(scheduler.state).toBe('idle');
+    scheduler.start();
+    expect(scheduler.state).toBe('ticking');
+    await scheduler.tick();
+    const stopped = scheduler.stop();
+    expect(scheduler.state).toBe('stopped');
+    await stopped;
+    expect(scheduler.state).toBe('stopped');
+  });
+
   it('a scheduler that was never started arms no timer', () => {
     new PeriodicScheduler({ name: 'job', every: 10, run: () => undefined });
     expect(jest.getTimerCount()).toBe(0);
