@@ -1,3 +1,11 @@
+export { Periodic } from './periodic.decorator.js';
+export {
+  PeriodicModule,
+  type PeriodicModuleAsyncOptions,
+  type PeriodicModuleOptions,
+} from './periodic.module.js';
+export { PeriodicRegistry } from './periodic.registry.js';
+export { PeriodicEvents } from './periodic.events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 export type {
   DelayMode,
@@ -20,5 +28,6 @@ export {
   type AbortReason,
   PeriodicAbortError,
   PeriodicConfigError,
+  PeriodicNotFoundError,
   PeriodicTimeoutError,
 } from './scheduler/errors.js';

@@ -1,0 +1,321 @@
+import {
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+  type OnModuleInit,
+  Scope,
+} from '@nestjs/common';
+import { ModulesContainer } from '@nestjs/core';
+import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './periodic.constants.js';
+import { periodicOptionsOf } from './periodic.decorator.js';
+import { PeriodicEvents } from './periodic.events.js';
+import { eventLogger } from './periodic.logger.js';
+import type { PeriodicModuleOptions } from './periodic.module.js';
+import { PeriodicRegistry } from './periodic.registry.js';
+import { PeriodicConfigError } from './scheduler/errors.js';
+import type { PeriodicOptions } from './scheduler/options.js';
+import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+
+/** What the explorer reads of Nest's `InstanceWrapper`: the same in Nest 11 and 12. */
+interface Wrapper {
+  readonly metatype: unknown;
+  readonly instance: unknown;
+  readonly inject?: unknown;
+  readonly scope?: Scope;
+  readonly isAlias: boolean;
+  readonly isTransient: boolean;
+  isDependencyTreeStatic(): boolean;
+  getCtorMetadata(): (Wrapper | undefined)[] | undefined;
+  getPropertiesMetadata(): { wrapper: Wrapper }[] | undefined;
+  getStaticTransientInstances(): { instance: unknown }[];
+}
+
+/** What the explorer reads of Nest's `Module`. */
+interface NestModule {
+  readonly metatype: { name: string };
+  readonly providers: Map<unknown, Wrapper>;
+  readonly controllers: Map<unknown, Wrapper>;
+}
+
+/** The registry and emitter of one application, shared by every import of `PeriodicModule` in it. */
+interface App {
+  readonly registry: PeriodicRegistry;
+  readonly events: PeriodicEvents;
+  /** The explorer that discovers the jobs: the first to initialise; the others stand by. */
+  explorer?: PeriodicExplorer;
+}
+
+const apps = new WeakMap<ModulesContainer, App>();
+
+/** The registry and emitter of the application that owns `container`. */
+export function appOf(container: ModulesContainer): App {
+  let app = apps.get(container);
+  if (app === undefined) {
+    const events = new PeriodicEvents();
+    apps.set(container, (app = { events, registry: new PeriodicRegistry(events) }));
+  }
+  return app;
+}
+
+/**
+ * Finds every `@Periodic()` method at bootstrap, gives each a scheduler, and ties it to its host's lifecycle:
+ * a job starts once its host and every provider the host depends on have bootstrapped, and is drained before
+ * any of them is destroyed.
+ */
+@Injectable()
+export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+  private readonly app: App;
+  private readonly lifecycle: Lifecycle;
+
+  constructor(private readonly container: ModulesContainer) {
+    this.app = appOf(container);
+    this.lifecycle = new Lifecycle(this.app.registry);
+  }
+
+  onModuleInit(): void {
+    if (this.app.explorer !== undefined) return;
+    this.app.explorer = this;
+    const { mode, logger } = this.moduleOptions();
+    const { registry, events } = this.app;
+    registry.configure(mode);
+    if (logger)
+      events.log = eventLogger((name) => (registry.has(name) ? registry.get(name).options.timeout : 0));
+    this.discover();
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.app.explorer !== this) return;
+    this.app.registry.bootstrap();
+    this.lifecycle.bootstrap();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    if (this.app.explorer === this) await this.app.registry.close();
+  }
+
+  private modules(): NestModule[] {
+    return [...this.container.values()] as unknown as NestModule[];
+  }
+
+  /** The options of the first import of `PeriodicModule`; later imports with other options get a warning. */
+  private moduleOptions(): Required<Pick<PeriodicModuleOptions, 'mode' | 'logger'>> {
+    const imported = this.modules().flatMap((module) => {
+      const options = module.providers.get(PERIODIC_MODULE_OPTIONS)?.instance;
+      return options === undefined ? [] : [options as Required<PeriodicModuleOptions>];
+    });
+    const [first] = imported;
+    if (imported.some((other) => other.mode !== first.mode || other.logger !== first.logger)) {
+      new Logger(LOGGER_CONTEXT).warn(
+        `PeriodicModule is imported ${imported.length} times with different options; the first import's ` +
+          `apply: { mode: '${first.mode}', logger: ${first.logger} }`,
+      );
+    }
+    return first;
+  }
+
+  private discover(): void {
+    const { registry, events } = this.app;
+    const found = new Map<object, Set<string | symbol>>();
+    for (const module of this.modules()) {
+      for (const wrapper of [...module.providers.values(), ...module.controllers.values()]) {
+        if (wrapper.isAlias) continue;
+        const hosted = hostOf(wrapper);
+        if (hosted === undefined) continue;
+        for (const [key, options] of decoratedMethods(hosted.prototype)) {
+          const where = `@Periodic() on ${hosted.className}.${String(key)}`;
+          refuseScope(where, hosted.className, wrapper);
+          const instance = hosted.instance!;
+          const keys = found.get(instance) ?? new Set();
+          if (keys.has(key)) continue; // the same instance provided by two modules
+          found.set(instance, keys.add(key));
+          const scheduler = new PeriodicScheduler(
+            schedulerOptions(where, options, `${hosted.className}.${String(key)}`, instance, key, registry),
+            events,
+            where,
+          );
+          registry.register(scheduler, `${where} (in ${module.metatype.name})`);
+          this.lifecycle.tie(scheduler, instance, dependenciesOf(wrapper));
+        }
+      }
+    }
+  }
+}
+
+/** The class and prototype to scan for decorated methods, and the instance to call them on. */
+function hostOf(wrapper: Wrapper): { className: string; prototype: object; instance?: object } | undefined {
+  const { instance, metatype } = wrapper;
+  if (wrapper.isTransient || !wrapper.isDependencyTreeStatic()) {
+    // No single instance: scan the class so that a decorated method there is refused, not ignored.
+    if (typeof metatype !== 'function' || wrapper.inject) return undefined;
+    return { className: metatype.name, prototype: metatype.prototype as object };
+  }
+  if (typeof instance !== 'object' || instance === null) return undefined;
+  const prototype: unknown = Object.getPrototypeOf(instance);
+  if (typeof prototype !== 'object' || prototype === null) return undefined;
+  return { className: instance.constructor?.name || '(anonymous class)', prototype, instance };
+}
+
+function refuseScope(where: string, className: string, wrapper: Wrapper): void {
+  if (!wrapper.isTransient && wrapper.isDependencyTreeStatic()) return;
+  const why = wrapper.isTransient
+    ? `${className} is transient (Scope.TRANSIENT)`
+    : wrapper.scope === Scope.REQUEST
+      ? `${className} is request-scoped (Scope.REQUEST)`
+      : `${className} depends on a request-scoped provider, which makes it request-scoped too`;
+  throw new PeriodicConfigError(
+    `${where}: ${why}, so there is no single instance to run the job on; ` +
+      'put the job on a provider of the default (singleton) scope',
+  );
+}
+
+/** Every decorated method on a prototype chain, by the key it is called with, nearest class first. */
+function* decoratedMethods(prototype: object): Generator<[string | symbol, unknown]> {
+  const keys = new Set<string | symbol>();
+  for (let proto: object | null = prototype; proto !== null && proto !== Object.prototype;) {
+    for (const key of Reflect.ownKeys(proto)) {
+      if (key === 'constructor' || keys.has(key)) continue;
+      keys.add(key);
+      const decorated = periodicOptionsOf(Object.getOwnPropertyDescriptor(proto, key)?.value);
+      if (decorated !== undefined) yield [key, decorated.options];
+    }
+    proto = Object.getPrototypeOf(proto) as object | null;
+  }
+}
+
+/** The engine's options for a decorated method: default name, the module's mode, `when` given the instance. */
+function schedulerOptions(
+  where: string,
+  given: unknown,
+  defaultName: string,
+  instance: object,
+  key: string | symbol,
+  registry: PeriodicRegistry,
+): ConstructorParameters<typeof PeriodicScheduler>[0] {
+  // Not an object: the engine's validation says so.
+  if (typeof given !== 'object' || given === null) return given as never;
+  if ('run' in given) {
+    throw new PeriodicConfigError(
+      `${where}: "run" is not an option of @Periodic(); the decorated method is the job`,
+    );
+  }
+  const options = given as PeriodicOptions;
+  const { when } = options;
+  const method = instance as Record<string | symbol, (context: unknown) => unknown>;
+  return {
+    ...options,
+    name: options.name ?? defaultName,
+    mode: options.mode ?? registry.defaultMode,
+    // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
+    run: (context) => method[key](context),
+    when: typeof when === 'function' ? () => options.when!(instance) : (when as undefined),
+  };
+}
+
+/** The instances a provider depends on, directly or not, through its constructor and its properties. */
+function dependenciesOf(host: Wrapper): object[] {
+  const seen = new Set<Wrapper>([host]);
+  const instances = new Set<object>();
+  const visit = (wrapper: Wrapper): void => {
+    const properties = (wrapper.getPropertiesMetadata() ?? []).map((property) => property.wrapper);
+    for (const dependency of [...(wrapper.getCtorMetadata() ?? []), ...properties]) {
+      if (dependency === undefined || seen.has(dependency)) continue;
+      seen.add(dependency);
+      const candidates = dependency.isTransient
+        ? dependency.getStaticTransientInstances().map((transient) => transient.instance)
+        : [dependency.instance];
+      for (const instance of candidates) {
+        if (typeof instance === 'object' && instance !== null) instances.add(instance);
+      }
+      visit(dependency);
+    }
+  };
+  visit(host);
+  return [...instances];
+}
+
+interface Job {
+  readonly scheduler: PeriodicScheduler;
+  /** How many of the application's bootstrap and its dependencies' `onApplicationBootstrap` it still waits for. */
+  waiting: number;
+}
+
+interface Hooked {
+  bootstrapped: boolean;
+  drains: boolean;
+  /** The jobs this instance is the host of, or that depend on it. */
+  readonly jobs: Set<Job>;
+}
+
+type Hook = (...args: unknown[]) => unknown;
+
+/**
+ * Ties jobs to the lifecycle of the instances they hang on, by wrapping those instances' own Nest hooks: Nest
+ * calls hooks of providers in one module side by side and orders modules by distance, so only the hooks of
+ * the instances themselves run at the right moment whatever the module tree looks like.
+ */
+class Lifecycle {
+  private readonly jobs: Job[] = [];
+  private readonly hooked = new WeakMap<object, Hooked>();
+
+  constructor(private readonly registry: PeriodicRegistry) {}
+
+  /** The job starts once the application and every dependency have bootstrapped; its host drains it. */
+  tie(scheduler: PeriodicScheduler, host: object, dependencies: object[]): void {
+    const job: Job = { scheduler, waiting: 1 };
+    this.jobs.push(job);
+    for (const instance of new Set([host, ...dependencies])) {
+      const hooked = this.hook(instance, instance === host, scheduler.name);
+      hooked.jobs.add(job);
+      if (!hooked.bootstrapped) job.waiting++;
+    }
+  }
+
+  /** The application's `onApplicationBootstrap` phase has begun: every `onModuleInit` has resolved. */
+  bootstrap(): void {
+    for (const job of this.jobs) this.ready(job);
+  }
+
+  private ready(job: Job): void {
+    if (--job.waiting === 0 && !this.registry.closing && job.scheduler.state === 'idle')
+      job.scheduler.start();
+  }
+
+  private hook(instance: object, isHost: boolean, name: string): Hooked {
+    const target = instance as Record<string, Hook | undefined>;
+    let hooked = this.hooked.get(instance);
+    if (hooked === undefined) {
+      const bootstrap = target.onApplicationBootstrap;
+      hooked = { bootstrapped: typeof bootstrap !== 'function', drains: false, jobs: new Set() };
+      this.hooked.set(instance, hooked);
+      if (typeof bootstrap === 'function') {
+        const state = hooked;
+        patch(instance, 'onApplicationBootstrap', name, async (...args) => {
+          const result = await bootstrap.apply(instance, args);
+          state.bootstrapped = true;
+          for (const job of state.jobs) this.ready(job);
+          return result;
+        });
+      }
+    }
+    const destroy = target.onModuleDestroy;
+    if (!hooked.drains && (isHost || typeof destroy === 'function')) {
+      const { jobs } = hooked;
+      hooked.drains = true;
+      patch(instance, 'onModuleDestroy', name, async (...args) => {
+        await Promise.all(Array.from(jobs, (job) => job.scheduler.stop()));
+        return destroy?.apply(instance, args);
+      });
+    }
+    return hooked;
+  }
+}
+
+function patch(instance: object, hook: string, name: string, wrapper: Hook): void {
+  if (!Reflect.defineProperty(instance, hook, { value: wrapper, configurable: true, writable: true })) {
+    throw new PeriodicConfigError(
+      `job "${name}": cannot tie it to the lifecycle of ${instance.constructor?.name ?? 'a provider'}, whose ` +
+        `object is frozen or not extensible (its ${hook} cannot be wrapped); do not freeze provider instances`,
+    );
+  }
+}

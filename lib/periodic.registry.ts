@@ -1,0 +1,161 @@
+import { Injectable } from '@nestjs/common';
+import type { PeriodicEvents } from './periodic.events.js';
+import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from './scheduler/errors.js';
+import { checkOption, nearest, type PeriodicOptions, type SchedulerMode } from './scheduler/options.js';
+import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
+
+interface Entry {
+  readonly scheduler: PeriodicScheduler;
+  /** Where the job comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`. */
+  readonly place: string;
+  /** Added at run time: started by the registry, not by its host's lifecycle. */
+  readonly added: boolean;
+}
+
+/**
+ * Every job of the application by name: the schedulers `@Periodic()` methods got at bootstrap and those added
+ * at run time. In manual mode, tests drive jobs through `tick` and `syncTick`.
+ */
+@Injectable()
+export class PeriodicRegistry {
+  private readonly jobs = new Map<string, Entry>();
+  private phase: 'created' | 'bootstrapped' | 'closing' = 'created';
+  private mode: SchedulerMode = 'auto';
+
+  constructor(private readonly events: PeriodicEvents) {}
+
+  /** The scheduler of the job `name`; throws a `PeriodicNotFoundError` listing the known names. */
+  get(name: string): PeriodicScheduler {
+    return this.entry(name, 'get').scheduler;
+  }
+
+  /** Whether a job is named `name`. */
+  has(name: string): boolean {
+    return this.jobs.has(name);
+  }
+
+  /** Every job's scheduler, in the order they were registered. */
+  getAll(): PeriodicScheduler[] {
+    return Array.from(this.jobs.values(), (entry) => entry.scheduler);
+  }
+
+  /**
+   * Creates a job at run time. It starts at once if the application has bootstrapped (else when it does),
+   * is drained by `remove` or on close, and takes the module's `mode` unless it sets its own. Such a job has
+   * no host provider: on close it is drained by the module's own teardown, after the other modules'.
+   */
+  add(
+    name: string,
+    run: (context: PeriodicContext) => unknown,
+    options: Omit<PeriodicOptions, 'name' | 'when'> & { when?: () => boolean | Promise<boolean> },
+  ): PeriodicScheduler {
+    checkOption('PeriodicRegistry.add()', 'name', name);
+    const where = `PeriodicRegistry.add(${JSON.stringify(name)})`;
+    if (typeof run !== 'function') {
+      throw new PeriodicConfigError(
+        `${where}: the job must be a function, called with the run's context, got ${describeValue(run)}`,
+      );
+    }
+    if (typeof options !== 'object' || options === null) {
+      throw new PeriodicConfigError(
+        `${where}: the options must be an object such as { every: 60_000 }, got ${describeValue(options)}`,
+      );
+    }
+    if ('name' in options || 'run' in options) {
+      throw new PeriodicConfigError(
+        `${where}: "name" and "run" are not options here; the name is the first argument, the job the second`,
+      );
+    }
+    if (this.phase === 'closing') {
+      throw new PeriodicConfigError(`${where}: the application is closing; no job can be added any more`);
+    }
+    const scheduler = new PeriodicScheduler(
+      { ...options, mode: options.mode ?? this.mode, name, run },
+      this.events,
+      where,
+    );
+    this.register(scheduler, where, true);
+    if (this.phase === 'bootstrapped') scheduler.start();
+    return scheduler;
+  }
+
+  /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */
+  async remove(name: string): Promise<void> {
+    const { scheduler } = this.entry(name, 'remove');
+    await scheduler.stop();
+    if (this.jobs.get(name)?.scheduler === scheduler) this.jobs.delete(name);
+  }
+
+  /** Manual mode: one tick of the job; resolves once the guard has been evaluated and the run, if any, started. */
+  async tick(name: string): Promise<TickResult> {
+    return this.entry(name, 'tick').scheduler.tick();
+  }
+
+  /** Manual mode: one tick of the job; resolves with the run's exit reason once it has ended. */
+  async syncTick(name: string, options?: { timeout?: number }): Promise<SyncTickResult> {
+    return this.entry(name, 'syncTick').scheduler.syncTick(options);
+  }
+
+  /** @internal The module's default mode, for the jobs that do not set their own. */
+  configure(mode: SchedulerMode): void {
+    this.mode = mode;
+  }
+
+  /** @internal The mode a job takes when it does not set its own. */
+  get defaultMode(): SchedulerMode {
+    return this.mode;
+  }
+
+  /** @internal Whether the application has begun to close: nothing starts any more. */
+  get closing(): boolean {
+    return this.phase === 'closing';
+  }
+
+  /** @internal Adds a job's scheduler; a name already taken is a `PeriodicConfigError` naming both places. */
+  register(scheduler: PeriodicScheduler, place: string, added = false): void {
+    const existing = this.jobs.get(scheduler.name);
+    if (existing !== undefined) {
+      throw new PeriodicConfigError(
+        `two jobs are named "${scheduler.name}": ${existing.place} and ${place}; ` +
+          'names must be unique in the application: give one of them another { name }',
+      );
+    }
+    this.jobs.set(scheduler.name, { scheduler, place, added });
+  }
+
+  /** @internal The application has bootstrapped: jobs added so far start now, later ones at once. */
+  bootstrap(): void {
+    if (this.phase !== 'created') return;
+    this.phase = 'bootstrapped';
+    for (const { scheduler, added } of this.jobs.values()) {
+      if (added && scheduler.state === 'idle') scheduler.start();
+    }
+  }
+
+  /** @internal Stops every job and resolves once every run has ended. */
+  close(): Promise<void> {
+    this.phase = 'closing';
+    return Promise.all(this.getAll().map((scheduler) => scheduler.stop())).then(() => undefined);
+  }
+
+  private entry(name: string, method: string): Entry {
+    const entry = this.jobs.get(name);
+    if (entry !== undefined) return entry;
+    const names = [...this.jobs.keys()];
+    const where = `PeriodicRegistry.${method}(${describeValue(name)})`;
+    if (names.length === 0) {
+      throw new PeriodicNotFoundError(
+        `${where}: no job is registered` +
+          (this.phase === 'created'
+            ? ' yet: jobs are discovered when the application initialises (init())'
+            : ''),
+      );
+    }
+    const hint = typeof name === 'string' ? nearest(name, names) : undefined;
+    throw new PeriodicNotFoundError(
+      `${where}: no job has this name${hint === undefined ? '' : `; did you mean "${hint}"?`} ` +
+        `The jobs are: ${names.map((known) => JSON.stringify(known)).join(', ')}.`,
+    );
+  }
+}

@@ -1,0 +1,287 @@
+import { describe, expect, it } from '@jest/globals';
+import { Controller, Injectable, Module, Scope } from '@nestjs/common';
+import {
+  Periodic,
+  PeriodicConfigError,
+  type PeriodicContext,
+  PeriodicModule,
+  type PeriodicOptions,
+} from '../../lib/index.js';
+import { typesOf, useApps } from './helpers.js';
+
+const manual = PeriodicModule.forRoot({ mode: 'manual' });
+
+@Injectable()
+class Cleanup {
+  readonly contexts: PeriodicContext[] = [];
+
+  @Periodic({ every: 60_000 })
+  purge(context: PeriodicContext): void {
+    this.contexts.push(context);
+  }
+}
+
+describe('discovery', () => {
+  const createApp = useApps();
+
+  it('gives every decorated method of providers and controllers a scheduler, named Class.method', async () => {
+    @Controller()
+    class StatusController {
+      @Periodic({ every: 1000 })
+      refresh(): void {}
+    }
+    @Injectable()
+    class Two {
+      @Periodic({ every: 1000 })
+      first(): void {}
+
+      @Periodic({ every: 2000, name: 'second-job' })
+      second(): void {}
+
+      notAJob(): void {}
+    }
+    const app = await createApp({
+      imports: [manual],
+      providers: [Cleanup, Two],
+      controllers: [StatusController],
+    });
+    expect(
+      app.registry
+        .getAll()
+        .map((job) => job.name)
+        .sort(),
+    ).toEqual(['Cleanup.purge', 'StatusController.refresh', 'Two.first', 'second-job']);
+    expect(app.registry.get('second-job').options.every).toBe(2000);
+  });
+
+  it('calls the method on the provider instance with the run context', async () => {
+    const app = await createApp({ imports: [manual], providers: [Cleanup] });
+    await app.registry.syncTick('Cleanup.purge');
+    const [context] = app.moduleRef.get(Cleanup).contexts;
+    expect(context).toMatchObject({ name: 'Cleanup.purge', jobId: 1 });
+    expect(context.signal).toBeInstanceOf(AbortSignal);
+  });
+
+  it('names a job after the class of the instance, also for an inherited method', async () => {
+    @Injectable()
+    class NightlyCleanup extends Cleanup {}
+    const app = await createApp({ imports: [manual], providers: [NightlyCleanup] });
+    expect(app.registry.has('NightlyCleanup.purge')).toBe(true);
+    await app.registry.syncTick('NightlyCleanup.purge');
+    expect(app.moduleRef.get(NightlyCleanup).contexts).toHaveLength(1);
+  });
+
+  it('an overriding method without @Periodic() is not a job', async () => {
+    @Injectable()
+    class Quiet extends Cleanup {
+      override purge(): void {}
+    }
+    const app = await createApp({ imports: [manual], providers: [Quiet] });
+    expect(app.registry.getAll()).toEqual([]);
+  });
+
+  it('an alias (useExisting) is not scanned twice: one job, one run per tick', async () => {
+    const app = await createApp({
+      imports: [manual],
+      providers: [Cleanup, { provide: 'CLEANUP_ALIAS', useExisting: Cleanup }],
+    });
+    expect(app.registry.getAll().map((job) => job.name)).toEqual(['Cleanup.purge']);
+    await app.registry.syncTick('Cleanup.purge');
+    expect(app.moduleRef.get(Cleanup).contexts).toHaveLength(1);
+    expect(typesOf(app.seen)).toEqual(['started', 'finished']);
+  });
+
+  it('finds jobs on useValue and useFactory providers', async () => {
+    const value = new Cleanup();
+    @Injectable()
+    class Other {
+      @Periodic({ every: 1000 })
+      work(): void {}
+    }
+    const app = await createApp({
+      imports: [manual],
+      providers: [
+        { provide: 'VALUE', useValue: value },
+        { provide: 'FACTORY', useFactory: () => new Other() },
+      ],
+    });
+    expect(
+      app.registry
+        .getAll()
+        .map((job) => job.name)
+        .sort(),
+    ).toEqual(['Cleanup.purge', 'Other.work']);
+    await app.registry.syncTick('Cleanup.purge');
+    expect(value.contexts).toHaveLength(1);
+  });
+
+  it('one object provided by two modules is one job', async () => {
+    const shared = new Cleanup();
+    @Module({ providers: [{ provide: 'IN_A', useValue: shared }] })
+    class A {}
+    const app = await createApp({
+      imports: [manual, A],
+      providers: [{ provide: 'IN_ROOT', useValue: shared }],
+    });
+    expect(app.registry.getAll()).toHaveLength(1);
+    await app.registry.syncTick('Cleanup.purge');
+    expect(shared.contexts).toHaveLength(1);
+  });
+
+  it('runs the guard with the provider instance', async () => {
+    @Injectable()
+    class Guarded {
+      enabled = false;
+      runs = 0;
+
+      @Periodic({ every: 1000, when: (self: Guarded) => self.enabled })
+      work(): void {
+        this.runs++;
+      }
+    }
+    const app = await createApp({ imports: [manual], providers: [Guarded] });
+    const guarded = app.moduleRef.get(Guarded);
+    expect(await app.registry.tick('Guarded.work')).toEqual({ ok: false, error: 'jobNotStarted' });
+    guarded.enabled = true;
+    expect(await app.registry.syncTick('Guarded.work')).toMatchObject({ ok: true, reason: 'normal' });
+    expect(guarded.runs).toBe(1);
+  });
+});
+
+describe('discovery refuses what it cannot run, at bootstrap, naming the class and the method', () => {
+  const createApp = useApps();
+
+  it.each([
+    ['request-scoped', Scope.REQUEST, 'Scoped is request-scoped (Scope.REQUEST)'],
+    ['transient', Scope.TRANSIENT, 'Scoped is transient (Scope.TRANSIENT)'],
+  ])('a %s host', async (_, scope, why) => {
+    @Injectable({ scope })
+    class Scoped {
+      @Periodic({ every: 1000 })
+      work(): void {}
+    }
+    const app = createApp({ imports: [manual], providers: [Scoped] });
+    await expect(app).rejects.toThrow(PeriodicConfigError);
+    await expect(app).rejects.toThrow(
+      `@Periodic() on Scoped.work: ${why}, so there is no single instance to run the job on; ` +
+        'put the job on a provider of the default (singleton) scope',
+    );
+  });
+
+  it('a host that depends on a request-scoped provider', async () => {
+    @Injectable({ scope: Scope.REQUEST })
+    class PerRequest {}
+    @Injectable()
+    class Host {
+      constructor(readonly perRequest: PerRequest) {}
+
+      @Periodic({ every: 1000 })
+      work(): void {}
+    }
+    await expect(createApp({ imports: [manual], providers: [Host, PerRequest] })).rejects.toThrow(
+      '@Periodic() on Host.work: Host depends on a request-scoped provider, which makes it request-scoped too',
+    );
+  });
+
+  it('two jobs with the same name, naming both places', async () => {
+    @Injectable()
+    class A {
+      @Periodic({ every: 1000, name: 'sync' })
+      run(): void {}
+    }
+    @Injectable()
+    class B {
+      @Periodic({ every: 1000, name: 'sync' })
+      run(): void {}
+    }
+    @Module({ providers: [B] })
+    class OtherModule {}
+    @Module({ imports: [manual, OtherModule], providers: [A] })
+    class AppModule {}
+
+    await expect(createApp({ imports: [AppModule] })).rejects.toThrow(
+      'two jobs are named "sync": @Periodic() on A.run (in AppModule) and @Periodic() on B.run (in OtherModule); ' +
+        'names must be unique in the application: give one of them another { name }',
+    );
+  });
+
+  it.each<[PeriodicOptions | undefined, string]>([
+    [{ every: -5 }, '"every" must be an integer number of milliseconds ≥ 1, got -5'],
+    [
+      { every: 1000, onOverlap: 'stop_previous' as 'run' },
+      "\"onOverlap\" must be 'run', 'ignore' or 'stopPrevious', got \"stop_previous\"; did you mean 'stopPrevious'?",
+    ],
+    [{ every: 1000, ovrlap: 'run' } as PeriodicOptions, 'unknown option "ovrlap"'],
+    [{ every: 1000, name: '' }, '"name" must be a non-empty string, got ""'],
+    [
+      { every: 1000, run: () => 1 } as PeriodicOptions,
+      '"run" is not an option of @Periodic(); the decorated method is the job',
+    ],
+    [undefined, 'the options must be an object such as { every: 60_000 }, got undefined'],
+  ])('invalid options %p', async (options, message) => {
+    @Injectable()
+    class Cleanup {
+      @Periodic(options as PeriodicOptions)
+      purge(): void {}
+    }
+    const app = createApp({ imports: [manual], providers: [Cleanup] });
+    await expect(app).rejects.toThrow(PeriodicConfigError);
+    await expect(app).rejects.toThrow(`@Periodic() on Cleanup.purge: ${message}`);
+  });
+
+  it('starts nothing when the bootstrap fails', async () => {
+    @Injectable()
+    class Broken {
+      @Periodic({ every: 0 })
+      work(): void {}
+    }
+    const app = await createApp(
+      { imports: [PeriodicModule.forRoot()], providers: [Cleanup, Broken] },
+      { init: false },
+    );
+    await expect(app.moduleRef.init()).rejects.toThrow('@Periodic() on Broken.work: "every"');
+    expect(app.registry.getAll().map((job) => job.state)).toEqual(['idle']);
+  });
+});
+
+describe('@Periodic() in the wrong place throws when the class is defined', () => {
+  it('on a static method', () => {
+    expect(() => {
+      class Jobs {
+        @Periodic({ every: 1000 })
+        static work(): void {}
+      }
+      return Jobs;
+    }).toThrow('@Periodic() on Jobs.work: the method is static; @Periodic() goes on an instance method');
+  });
+
+  it('on a getter', () => {
+    expect(() => {
+      class Jobs {
+        @Periodic({ every: 1000 })
+        get work(): number {
+          return 1;
+        }
+      }
+      return Jobs;
+    }).toThrow('@Periodic() on Jobs.work: work is an accessor, not a method');
+  });
+
+  it('on a property', () => {
+    const decorate = Periodic({ every: 1000 }) as (target: object, key: string) => void;
+    expect(() => decorate(class Jobs {}.prototype, 'work')).toThrow(
+      '@Periodic() on Jobs.work: work is a property, not a method',
+    );
+  });
+
+  it('twice on one method', () => {
+    expect(() => {
+      class Jobs {
+        @Periodic({ every: 1000 })
+        @Periodic({ every: 2000 })
+        work(): void {}
+      }
+      return Jobs;
+    }).toThrow('@Periodic() on Jobs.work: @Periodic() is applied twice');
+  });
+});

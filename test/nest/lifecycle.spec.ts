@@ -1,0 +1,203 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from '@jest/globals';
+import { Global, Injectable, Module, type ModuleMetadata } from '@nestjs/common';
+import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
+import { useApps } from './helpers.js';
+
+/** Resolves once the run's signal is aborted. */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+describe('a job starts only once its host and what the host depends on have bootstrapped', () => {
+  const createApp = useApps();
+
+  it('waits for a dependency whose onModuleInit resolves later', async () => {
+    @Injectable()
+    class Connection {
+      ready = false;
+      async onModuleInit(): Promise<void> {
+        await sleep(50);
+        this.ready = true;
+      }
+    }
+    @Injectable()
+    class Poller {
+      readonly sawReady: boolean[] = [];
+      constructor(private readonly connection: Connection) {}
+
+      @Periodic({ every: 5, initialDelay: 0 })
+      poll(): void {
+        this.sawReady.push(this.connection.ready);
+      }
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Poller, Connection] });
+    await app.events.once('finished');
+    const { sawReady } = app.moduleRef.get(Poller);
+    expect(sawReady.length).toBeGreaterThan(0);
+    expect(sawReady.every(Boolean)).toBe(true);
+  });
+
+  it('waits for a dependency in another module whose onApplicationBootstrap resolves later', async () => {
+    @Injectable()
+    class Cache {
+      warm = false;
+      async onApplicationBootstrap(): Promise<void> {
+        await sleep(50);
+        this.warm = true;
+      }
+    }
+    @Module({ providers: [Cache], exports: [Cache] })
+    class CacheModule {}
+    @Injectable()
+    class Reporter {
+      readonly sawWarm: boolean[] = [];
+      constructor(private readonly cache: Cache) {}
+
+      @Periodic({ every: 5, initialDelay: 0 })
+      report(): void {
+        this.sawWarm.push(this.cache.warm);
+      }
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot(), CacheModule], providers: [Reporter] });
+    await app.events.once('finished');
+    const { sawWarm } = app.moduleRef.get(Reporter);
+    expect(sawWarm.length).toBeGreaterThan(0);
+    expect(sawWarm.every(Boolean)).toBe(true);
+  });
+
+  it("waits for the host's own onApplicationBootstrap", async () => {
+    @Injectable()
+    class Host {
+      prepared = false;
+      readonly sawPrepared: boolean[] = [];
+      async onApplicationBootstrap(): Promise<void> {
+        await sleep(50);
+        this.prepared = true;
+      }
+
+      @Periodic({ every: 5, initialDelay: 0 })
+      work(): void {
+        this.sawPrepared.push(this.prepared);
+      }
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Host] });
+    await app.events.once('finished');
+    expect(app.moduleRef.get(Host).sawPrepared.every(Boolean)).toBe(true);
+  });
+
+  it('a job of an application that never initialises never starts, and close() still resolves', async () => {
+    @Injectable()
+    class Host {
+      @Periodic({ every: 5, initialDelay: 0 })
+      work(): void {}
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Host] }, { init: false });
+    await app.close();
+    expect(app.seen).toEqual([]);
+  });
+});
+
+@Injectable()
+class Db {
+  open = true;
+  async onModuleDestroy(): Promise<void> {
+    this.open = false;
+  }
+}
+
+@Injectable()
+class Repo {
+  constructor(readonly db: Db) {}
+}
+
+/** A job that honours its signal, then needs the database for its cleanup. */
+@Injectable()
+class Exporter {
+  dbOpenDuringCleanup: boolean | undefined;
+  constructor(private readonly repo: Repo) {}
+
+  @Periodic({ every: 60_000, initialDelay: 0 })
+  async export({ signal }: PeriodicContext): Promise<void> {
+    await aborted(signal);
+    await sleep(30);
+    this.dbOpenDuringCleanup = this.repo.db.open;
+  }
+}
+
+@Module({ providers: [Db], exports: [Db] })
+class DbModule {}
+
+@Global()
+@Module({ providers: [Db], exports: [Db] })
+class GlobalDbModule {}
+
+describe('a job is drained before any provider it depends on is destroyed', () => {
+  const createApp = useApps();
+
+  it.each<[string, ModuleMetadata]>([
+    ['in the same module', { providers: [Db, Repo, Exporter] }],
+    ['in an imported module', { imports: [DbModule], providers: [Repo, Exporter] }],
+    ['in a global module', { imports: [GlobalDbModule], providers: [Repo, Exporter] }],
+  ])('the database %s is still open while the run cleans up after its signal', async (_, metadata) => {
+    const app = await createApp({
+      ...metadata,
+      imports: [PeriodicModule.forRoot(), ...(metadata.imports ?? [])],
+    });
+    await app.events.once('started');
+    await app.close();
+    expect(app.moduleRef.get(Exporter).dbOpenDuringCleanup).toBe(true);
+    expect(app.seen.find((event) => event.type === 'finished')).toMatchObject({ reason: 'shutdown' });
+    expect(app.moduleRef.get(Db).open).toBe(false);
+  });
+
+  it("the host's own onModuleDestroy runs after its runs have ended", async () => {
+    @Injectable()
+    class Host {
+      readonly steps: string[] = [];
+
+      @Periodic({ every: 60_000, initialDelay: 0 })
+      async work({ signal }: PeriodicContext): Promise<void> {
+        await aborted(signal);
+        await sleep(20);
+        this.steps.push('run ended');
+      }
+
+      onModuleDestroy(): void {
+        this.steps.push('host destroyed');
+      }
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Host] });
+    await app.events.once('started');
+    await app.close();
+    expect(app.moduleRef.get(Host).steps).toEqual(['run ended', 'host destroyed']);
+  });
+
+  it('close() resolves after every run has ended, abandoning those that ignore their signal after jobShutdown', async () => {
+    @Injectable()
+    class Host {
+      @Periodic({ every: 60_000, initialDelay: 0, jobShutdown: 20 })
+      ignores(): Promise<void> {
+        return new Promise(() => undefined);
+      }
+
+      @Periodic({ every: 60_000, initialDelay: 0 })
+      honours({ signal }: PeriodicContext): Promise<void> {
+        return aborted(signal);
+      }
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ logger: false })], providers: [Host] });
+    await app.events.once('started', (event) => event.name === 'Host.ignores');
+    await app.events.once('started', (event) => event.name === 'Host.honours');
+    await app.close();
+    const finished = app.seen.filter((event) => event.type === 'finished');
+    expect(finished.map((event) => [event.name, event.reason]).sort()).toEqual([
+      ['Host.honours', 'shutdown'],
+      ['Host.ignores', 'killed'],
+    ]);
+    expect(app.registry.getAll().map((job) => [job.state, job.running])).toEqual([
+      ['stopped', 0],
+      ['stopped', 0],
+    ]);
+  });
+});

@@ -1,0 +1,134 @@
+import { describe, expect, it } from '@jest/globals';
+import { Injectable, Module } from '@nestjs/common';
+import {
+  Periodic,
+  PeriodicConfigError,
+  PeriodicModule,
+  type PeriodicModuleOptions,
+  PeriodicRegistry,
+} from '../../lib/index.js';
+import { typesOf, useApps } from './helpers.js';
+
+@Injectable()
+class Counter {
+  runs = 0;
+
+  @Periodic({ every: 1000 })
+  count(): void {
+    this.runs++;
+  }
+}
+
+describe('PeriodicModule.forRoot()', () => {
+  const createApp = useApps();
+
+  it('is global: a feature module injects PeriodicRegistry without importing the module', async () => {
+    @Injectable()
+    class Reader {
+      constructor(readonly registry: PeriodicRegistry) {}
+    }
+    @Module({ providers: [Reader, Counter] })
+    class FeatureModule {}
+
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' }), FeatureModule] });
+    const reader = app.moduleRef.get(Reader);
+    expect(reader.registry).toBe(app.registry);
+    expect(reader.registry.has('Counter.count')).toBe(true);
+  });
+
+  it('imported twice with different options: each job runs once per tick, the first import applies, with a warning', async () => {
+    @Module({ imports: [PeriodicModule.forRoot({ mode: 'auto', logger: false })], providers: [Counter] })
+    class FeatureModule {}
+
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' }), FeatureModule] });
+    expect(app.registry.getAll().map((job) => job.name)).toEqual(['Counter.count']);
+    expect(app.registry.get('Counter.count').options.mode).toBe('manual');
+    expect(await app.registry.syncTick('Counter.count')).toMatchObject({ ok: true, reason: 'normal' });
+    expect(app.moduleRef.get(Counter).runs).toBe(1);
+    expect(typesOf(app.seen)).toEqual(['started', 'finished']);
+    expect(app.logs.periodic()).toContain(
+      "warn: PeriodicModule is imported 2 times with different options; the first import's apply: " +
+        "{ mode: 'manual', logger: true }",
+    );
+  });
+
+  it('imported twice with the same options: no warning, no job twice', async () => {
+    @Module({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Counter] })
+    class FeatureModule {}
+
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' }), FeatureModule] });
+    await app.registry.syncTick('Counter.count');
+    expect(app.moduleRef.get(Counter).runs).toBe(1);
+    expect(app.logs.periodic().filter((line) => line.startsWith('warn'))).toEqual([]);
+  });
+
+  it.each<[unknown, string]>([
+    [
+      { mode: 'manul' },
+      `PeriodicModule.forRoot(): "mode" must be 'auto' or 'manual', got "manul"; did you mean 'manual'?`,
+    ],
+    [{ logger: 'yes' }, 'PeriodicModule.forRoot(): "logger" must be true or false, got "yes"'],
+    [{ mdoe: 'manual' }, 'PeriodicModule.forRoot(): unknown option "mdoe"; did you mean "mode"?'],
+    [42, "PeriodicModule.forRoot(): the options must be an object such as { mode: 'manual' }, got 42"],
+  ])('refuses invalid options %p with a PeriodicConfigError', (options, message) => {
+    const forRoot = () => PeriodicModule.forRoot(options as PeriodicModuleOptions);
+    expect(forRoot).toThrow(PeriodicConfigError);
+    expect(forRoot).toThrow(message);
+  });
+
+  it("the module's mode applies to the jobs that do not set their own; a job's own mode wins", async () => {
+    @Injectable()
+    class Jobs {
+      @Periodic({ every: 1000 })
+      inherits(): void {}
+
+      @Periodic({ every: 1000, mode: 'auto' })
+      own(): void {}
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Jobs] });
+    expect(app.registry.get('Jobs.inherits').options.mode).toBe('manual');
+    expect(app.registry.get('Jobs.own').options.mode).toBe('auto');
+    expect(await app.registry.tick('Jobs.own')).toEqual({ ok: false, error: 'notInManualMode' });
+  });
+});
+
+describe('PeriodicModule.forRootAsync()', () => {
+  const createApp = useApps();
+
+  @Injectable()
+  class Settings {
+    readonly testing = true;
+  }
+  @Module({ providers: [Settings], exports: [Settings] })
+  class SettingsModule {}
+
+  it('builds the options with a factory that injects a provider of an imported module', async () => {
+    const app = await createApp({
+      imports: [
+        PeriodicModule.forRootAsync({
+          imports: [SettingsModule],
+          inject: [Settings],
+          useFactory: async (settings: Settings) => ({ mode: settings.testing ? 'manual' : 'auto' }),
+        }),
+      ],
+      providers: [Counter],
+    });
+    expect(app.registry.get('Counter.count').options.mode).toBe('manual');
+    expect(await app.registry.syncTick('Counter.count')).toMatchObject({ ok: true, reason: 'normal' });
+  });
+
+  it('fails the bootstrap with a clear error when the factory returns invalid options', async () => {
+    const app = createApp({
+      imports: [PeriodicModule.forRootAsync({ useFactory: () => ({ mode: 'sometimes' as 'auto' }) })],
+    });
+    await expect(app).rejects.toThrow(
+      `PeriodicModule.forRootAsync(): the options returned by useFactory: "mode" must be 'auto' or 'manual', got "sometimes"`,
+    );
+  });
+
+  it('refuses a missing factory at once', () => {
+    expect(() => PeriodicModule.forRootAsync({} as never)).toThrow(
+      'PeriodicModule.forRootAsync(): "useFactory" must be a function that returns the module\'s options, got undefined',
+    );
+  });
+});
