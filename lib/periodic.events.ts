@@ -100,13 +100,17 @@ export class PeriodicEvents {
   /** @internal Delivers an event to the logger, the listeners of its type, the `'*'` listeners, then the channel. */
   emit(event: PeriodicEvent): void {
     if (this.log !== undefined && event.type !== 'nextTick') this.deliver(this.log, event, 'the logger');
-    for (const type of [event.type, '*'] as const) {
-      const set = this.listeners.get(type);
-      if (set === undefined || set.size === 0) continue;
-      for (const listener of [...set]) this.deliver(listener, event, `a listener of "${type}"`);
-    }
+    this.deliverAll(event.type, event);
+    this.deliverAll('*', event);
     const published = CHANNELS.get(event.type)!;
     if (published.hasSubscribers) published.publish(event);
+  }
+
+  private deliverAll(type: PeriodicEventType | '*', event: PeriodicEvent): void {
+    const set = this.listeners.get(type);
+    if (set === undefined || set.size === 0) return;
+    // A copy: a listener may subscribe or unsubscribe others while the event is delivered.
+    for (const listener of [...set]) this.deliver(listener, event, `a listener of "${type}"`);
   }
 
   private deliver(listener: Listener, event: PeriodicEvent, who: string): void {

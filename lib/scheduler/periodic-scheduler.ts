@@ -55,8 +55,8 @@ export class PeriodicScheduler {
     this.options = resolveOptions(options, where);
     if (this.options.exclusive) {
       throw new PeriodicConfigError(
-        `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none is ` +
-          'configured; configure one in PeriodicModule.forRoot({ coordinator }) or remove "exclusive"',
+        `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and this ` +
+          'version of nestjs-periodic has none yet; remove "exclusive"',
       );
     }
     if (events !== undefined && typeof events !== 'function' && typeof events?.emit !== 'function') {

@@ -182,7 +182,7 @@ describe('exclusive', () => {
   it('exclusive: true without a coordinator is refused, naming the fix', () => {
     expect(errorOf({ every: 10, exclusive: true }, '@Periodic() on Report.send').message).toBe(
       '@Periodic() on Report.send: "exclusive" needs a coordinator to share the job\'s lease between replicas, ' +
-        'and none is configured; configure one in PeriodicModule.forRoot({ coordinator }) or remove "exclusive"',
+        'and this version of nestjs-periodic has none yet; remove "exclusive"',
     );
   });
 });
