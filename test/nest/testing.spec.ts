@@ -24,7 +24,7 @@ describe('testing a job, as the README shows it', () => {
   const createApp = useApps();
 
   it('manual mode: syncTick runs the job once against a fake dependency', async () => {
-    const fakeRepo = { deleteExpired: jest.fn(() => Promise.resolve(3)) };
+    const fakeRepo = { deleteExpired: jest.fn((_options: { signal: AbortSignal }) => Promise.resolve(3)) };
     const app = await createApp({
       imports: [PeriodicModule.forRoot({ mode: 'manual' })],
       providers: [Cleanup, { provide: Repo, useValue: fakeRepo }],
