@@ -79,9 +79,10 @@ export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, O
     this.app.explorer = this;
     const { mode, logger } = this.moduleOptions();
     const { registry, events } = this.app;
-    registry.configure(mode);
-    if (logger)
+    registry.mode = mode;
+    if (logger) {
       events.log = eventLogger((name) => (registry.has(name) ? registry.get(name).options.timeout : 0));
+    }
     this.discover();
   }
 
@@ -100,7 +101,7 @@ export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, O
   }
 
   /** The options of the first import of `PeriodicModule`; later imports with other options get a warning. */
-  private moduleOptions(): Required<Pick<PeriodicModuleOptions, 'mode' | 'logger'>> {
+  private moduleOptions(): Required<PeriodicModuleOptions> {
     const imported = this.modules().flatMap((module) => {
       const options = module.providers.get(PERIODIC_MODULE_OPTIONS)?.instance;
       return options === undefined ? [] : [options as Required<PeriodicModuleOptions>];
@@ -206,7 +207,7 @@ function schedulerOptions(
   return {
     ...options,
     name: options.name ?? defaultName,
-    mode: options.mode ?? registry.defaultMode,
+    mode: options.mode ?? registry.mode,
     // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
     run: (context) => method[key](context),
     when: typeof when === 'function' ? () => options.when!(instance) : (when as undefined),

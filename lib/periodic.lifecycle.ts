@@ -45,8 +45,9 @@ export class Lifecycle {
   }
 
   private ready(job: Job): void {
-    if (--job.waiting === 0 && !this.registry.closing && job.scheduler.state === 'idle')
+    if (--job.waiting === 0 && !this.registry.closing && job.scheduler.state === 'idle') {
       job.scheduler.start();
+    }
   }
 
   private hook(instance: object, isHost: boolean, name: string): Hooked {
@@ -60,8 +61,11 @@ export class Lifecycle {
         const state = hooked;
         patch(instance, 'onApplicationBootstrap', name, async (...args) => {
           const result = await bootstrap.apply(instance, args);
-          state.bootstrapped = true;
-          for (const job of state.jobs) this.ready(job);
+          // Once: an object provided by two modules gets its hook called twice.
+          if (!state.bootstrapped) {
+            state.bootstrapped = true;
+            for (const job of state.jobs) this.ready(job);
+          }
           return result;
         });
       }

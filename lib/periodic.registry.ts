@@ -21,7 +21,8 @@ interface Entry {
 export class PeriodicRegistry {
   private readonly jobs = new Map<string, Entry>();
   private phase: 'created' | 'bootstrapped' | 'closing' = 'created';
-  private mode: SchedulerMode = 'auto';
+  /** @internal The module's mode, taken by the jobs that do not set their own. */
+  mode: SchedulerMode = 'auto';
 
   constructor(private readonly events: PeriodicEvents) {}
 
@@ -95,16 +96,6 @@ export class PeriodicRegistry {
   /** Manual mode: one tick of the job; resolves with the run's exit reason once it has ended. */
   async syncTick(name: string, options?: { timeout?: number }): Promise<SyncTickResult> {
     return this.entry(name, 'syncTick').scheduler.syncTick(options);
-  }
-
-  /** @internal The module's default mode, for the jobs that do not set their own. */
-  configure(mode: SchedulerMode): void {
-    this.mode = mode;
-  }
-
-  /** @internal The mode a job takes when it does not set its own. */
-  get defaultMode(): SchedulerMode {
-    return this.mode;
   }
 
   /** @internal Whether the application has begun to close: nothing starts any more. */
