@@ -239,7 +239,7 @@ describe('discovery refuses what it cannot run, at bootstrap, naming the class a
       { imports: [PeriodicModule.forRoot()], providers: [Cleanup, Broken] },
       { init: false },
     );
-    await expect(app.moduleRef.init()).rejects.toThrow('@Periodic() on Broken.work: "every"');
+    await expect(app.init()).rejects.toThrow('@Periodic() on Broken.work: "every"');
     expect(app.registry.getAll().map((job) => job.state)).toEqual(['idle']);
   });
 });

@@ -58,6 +58,9 @@ export interface TestApp {
   /** Every event since the application was compiled. */
   seen: PeriodicEvent[];
   logs: LogCapture;
+  /** Initialises the module. An application whose init fails is not closed after the test: Nest 11 rejects
+   * close() with the same error, and the jobs of such an application never started. */
+  init(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -83,13 +86,21 @@ export function useApps(): (metadata: ModuleMetadata, options?: { init?: boolean
       events,
       seen,
       logs,
+      init: async () => {
+        try {
+          await moduleRef.init();
+        } catch (error) {
+          open.delete(app);
+          throw error;
+        }
+      },
       close: () => {
         open.delete(app);
         return (closed ??= moduleRef.close());
       },
     };
     open.add(app);
-    if (init) await moduleRef.init();
+    if (init) await app.init();
     return app;
   };
 }

@@ -129,7 +129,7 @@ describe('PeriodicRegistry: add and remove', () => {
     const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] }, { init: false });
     const job = app.registry.add('early', () => undefined, { every: 5000 });
     expect(job.state).toBe('idle');
-    await app.moduleRef.init();
+    await app.init();
     expect(job.state).toBe('ticking');
   });
 
