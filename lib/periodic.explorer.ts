@@ -124,6 +124,7 @@ export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, O
         if (wrapper.isAlias) continue;
         const hosted = hostOf(wrapper);
         if (hosted === undefined) continue;
+        let dependencies: object[] | undefined;
         for (const [key, options] of decoratedMethods(hosted.prototype)) {
           const where = `@Periodic() on ${hosted.className}.${String(key)}`;
           refuseScope(where, hosted.className, wrapper);
@@ -137,7 +138,7 @@ export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, O
             where,
           );
           registry.register(scheduler, `${where} (in ${module.metatype.name})`);
-          this.lifecycle.tie(scheduler, instance, dependenciesOf(wrapper));
+          this.lifecycle.tie(scheduler, instance, (dependencies ??= dependenciesOf(wrapper)));
         }
       }
     }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from '@jest/globals';
-import { Global, Injectable, Module, type ModuleMetadata } from '@nestjs/common';
+import { Global, Injectable, Module, type ModuleMetadata, Scope } from '@nestjs/common';
 import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
 import { useApps } from './helpers.js';
 
@@ -149,6 +149,34 @@ describe('a job is drained before any provider it depends on is destroyed', () =
     expect(app.moduleRef.get(Exporter).dbOpenDuringCleanup).toBe(true);
     expect(app.seen.find((event) => event.type === 'finished')).toMatchObject({ reason: 'shutdown' });
     expect(app.moduleRef.get(Db).open).toBe(false);
+  });
+
+  it('a transient dependency, of which the host has its own instance, is still open during the cleanup', async () => {
+    @Injectable({ scope: Scope.TRANSIENT })
+    class Session {
+      open = true;
+      onModuleDestroy(): void {
+        this.open = false;
+      }
+    }
+    @Injectable()
+    class Host {
+      sessionOpenDuringCleanup: boolean | undefined;
+      constructor(readonly session: Session) {}
+
+      @Periodic({ every: 60_000, initialDelay: 0 })
+      async work({ signal }: PeriodicContext): Promise<void> {
+        await aborted(signal);
+        await sleep(20);
+        this.sessionOpenDuringCleanup = this.session.open;
+      }
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Host, Session] });
+    await app.events.once('started');
+    await app.close();
+    const host = app.moduleRef.get(Host);
+    expect(host.sessionOpenDuringCleanup).toBe(true);
+    expect(host.session.open).toBe(false);
   });
 
   it("the host's own onModuleDestroy runs after its runs have ended", async () => {
