@@ -9,13 +9,14 @@ import {
   PeriodicEvents,
   PeriodicModule,
 } from '../../lib/index.js';
+import { honouringRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 
 @Injectable()
 class Jobs {
   @Periodic({ every: 1000, onOverlap: 'stopPrevious', jobShutdown: 'brutalKill' })
-  sync({ signal }: PeriodicContext): Promise<void> {
-    return new Promise((resolve) => signal.addEventListener('abort', () => resolve()));
+  sync(context: PeriodicContext): Promise<void> {
+    return honouringRun(context);
   }
 
   @Periodic({ every: 1000 })

@@ -2,12 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from '@jest/globals';
 import { Global, Injectable, Module, type ModuleMetadata, Scope } from '@nestjs/common';
 import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
+import { honouringRun, stuckRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
-
-/** Resolves once the run's signal is aborted. */
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-}
 
 describe('a job starts only once its host and what the host depends on have bootstrapped', () => {
   const createApp = useApps();
@@ -118,8 +114,8 @@ class Exporter {
   constructor(private readonly repo: Repo) {}
 
   @Periodic({ every: 60_000, initialDelay: 0 })
-  async export({ signal }: PeriodicContext): Promise<void> {
-    await aborted(signal);
+  async export(context: PeriodicContext): Promise<void> {
+    await honouringRun(context);
     await sleep(30);
     this.dbOpenDuringCleanup = this.repo.db.open;
   }
@@ -165,8 +161,8 @@ describe('a job is drained before any provider it depends on is destroyed', () =
       constructor(readonly session: Session) {}
 
       @Periodic({ every: 60_000, initialDelay: 0 })
-      async work({ signal }: PeriodicContext): Promise<void> {
-        await aborted(signal);
+      async work(context: PeriodicContext): Promise<void> {
+        await honouringRun(context);
         await sleep(20);
         this.sessionOpenDuringCleanup = this.session.open;
       }
@@ -185,8 +181,8 @@ describe('a job is drained before any provider it depends on is destroyed', () =
       readonly steps: string[] = [];
 
       @Periodic({ every: 60_000, initialDelay: 0 })
-      async work({ signal }: PeriodicContext): Promise<void> {
-        await aborted(signal);
+      async work(context: PeriodicContext): Promise<void> {
+        await honouringRun(context);
         await sleep(20);
         this.steps.push('run ended');
       }
@@ -206,12 +202,12 @@ describe('a job is drained before any provider it depends on is destroyed', () =
     class Host {
       @Periodic({ every: 60_000, initialDelay: 0, jobShutdown: 20 })
       ignores(): Promise<void> {
-        return new Promise(() => undefined);
+        return stuckRun();
       }
 
       @Periodic({ every: 60_000, initialDelay: 0 })
-      honours({ signal }: PeriodicContext): Promise<void> {
-        return aborted(signal);
+      honours(context: PeriodicContext): Promise<void> {
+        return honouringRun(context);
       }
     }
     const app = await createApp({ imports: [PeriodicModule.forRoot({ logger: false })], providers: [Host] });

@@ -1,12 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
-import { deferred } from '../scheduler/helpers.js';
+import { deferred, honouringRun, stuckRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
-
-const never = (): Promise<void> => new Promise(() => undefined);
-const untilAborted = ({ signal }: PeriodicContext): Promise<void> =>
-  new Promise((resolve) => signal.addEventListener('abort', () => resolve()));
 
 @Injectable()
 class Jobs {
@@ -22,17 +18,17 @@ class Jobs {
 
   @Periodic({ every: 1000, timeout: 10, jobShutdown: 'brutalKill' })
   slow(): Promise<void> {
-    return never();
+    return stuckRun();
   }
 
   @Periodic({ every: 1000, onOverlap: 'ignore' })
   single(context: PeriodicContext): Promise<void> {
-    return untilAborted(context);
+    return honouringRun(context);
   }
 
   @Periodic({ every: 1000, onOverlap: 'stopPrevious', jobShutdown: 'brutalKill' })
   latest(): Promise<void> {
-    return never();
+    return stuckRun();
   }
 
   @Periodic({ every: 1000, when: (self: Jobs) => self.guard.promise })

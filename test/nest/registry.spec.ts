@@ -9,6 +9,7 @@ import {
   PeriodicScheduler,
   PeriodicTimeoutError,
 } from '../../lib/index.js';
+import { honouringRun, stuckRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 
 @Injectable()
@@ -85,7 +86,7 @@ describe('PeriodicRegistry: tick and syncTick', () => {
     class Stuck {
       @Periodic({ every: 1000, jobShutdown: 'brutalKill' })
       hang(): Promise<void> {
-        return new Promise(() => undefined);
+        return stuckRun();
       }
     }
     const app = await createApp({
@@ -138,8 +139,8 @@ describe('PeriodicRegistry: add and remove', () => {
     let cleanedUp = false;
     app.registry.add(
       'import',
-      async ({ signal }) => {
-        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+      async (context) => {
+        await honouringRun(context);
         cleanedUp = true;
       },
       { every: 5000 },
@@ -209,13 +210,9 @@ describe('PeriodicRegistry: add and remove', () => {
 
   it('remove() stops the job as on shutdown, then forgets it', async () => {
     const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Jobs] });
-    const job = app.registry.add(
-      'import',
-      ({ signal }) => new Promise((resolve) => signal.addEventListener('abort', resolve)),
-      {
-        every: 5000,
-      },
-    );
+    const job = app.registry.add('import', honouringRun, {
+      every: 5000,
+    });
     await app.registry.tick('import');
     const removing = app.registry.remove('import');
     expect(job.state).toBe('stopped');
