@@ -11,7 +11,7 @@ import { PeriodicEvents } from './periodic.events.js';
 import { appOf, PeriodicExplorer } from './periodic.explorer.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
-import { checkOption, nearest, type SchedulerMode } from './scheduler/options.js';
+import { checkOption, checkOptionsObject, type SchedulerMode } from './scheduler/options.js';
 
 /** Options of `PeriodicModule.forRoot()`. */
 export interface PeriodicModuleOptions {
@@ -90,19 +90,7 @@ const MODULE_OPTIONS = ['mode', 'logger'];
 
 function resolveModuleOptions(input: unknown, where: string): Required<PeriodicModuleOptions> {
   if (input === undefined) input = {};
-  if (typeof input !== 'object' || input === null) {
-    throw new PeriodicConfigError(
-      `${where}: the options must be an object such as { mode: 'manual' }, got ${describeValue(input)}`,
-    );
-  }
-  for (const key of Object.keys(input)) {
-    if (MODULE_OPTIONS.includes(key)) continue;
-    const hint = nearest(key, MODULE_OPTIONS);
-    throw new PeriodicConfigError(
-      `${where}: unknown option "${key}"${hint === undefined ? '' : `; did you mean "${hint}"?`}` +
-        ` The options are: ${MODULE_OPTIONS.join(', ')}.`,
-    );
-  }
+  checkOptionsObject(where, input, MODULE_OPTIONS, "{ mode: 'manual' }");
   const { mode = 'auto', logger = true } = input as PeriodicModuleOptions;
   checkOption(where, 'mode', mode);
   if (typeof logger !== 'boolean') {

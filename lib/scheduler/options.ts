@@ -112,20 +112,7 @@ const OPTION_NAMES = Object.keys(RULES);
  * `@Periodic() on Cleanup.purge`. Throws a {@link PeriodicConfigError} at the first invalid or unknown option.
  */
 export function resolveOptions(input: PeriodicSchedulerOptions, where: string): ResolvedPeriodicOptions {
-  if (typeof input !== 'object' || input === null) {
-    throw new PeriodicConfigError(
-      `${where}: the options must be an object such as { every: 60_000 }, got ${describeValue(input)}`,
-    );
-  }
-  for (const key of Object.keys(input)) {
-    if (!(key in RULES)) {
-      const hint = nearest(key, OPTION_NAMES);
-      throw new PeriodicConfigError(
-        `${where}: unknown option "${key}"${hint === undefined ? '' : `; did you mean "${hint}"?`}` +
-          ` The options are: ${OPTION_NAMES.join(', ')}.`,
-      );
-    }
-  }
+  checkOptionsObject(where, input, OPTION_NAMES, '{ every: 60_000 }');
   for (const [key, rule] of Object.entries(RULES) as [keyof PeriodicSchedulerOptions, Rule][]) {
     const value = input[key];
     const required = key === 'every' || key === 'name' || key === 'run';
@@ -143,6 +130,31 @@ export function resolveOptions(input: PeriodicSchedulerOptions, where: string): 
     mode: input.mode ?? 'auto',
     exclusive: input.exclusive ?? false,
   };
+}
+
+/**
+ * Throws a {@link PeriodicConfigError} unless `input` is an object whose keys are all among `names`; a key
+ * that is not gets the nearest name as a suggestion. `example` shows a valid object in the message.
+ */
+export function checkOptionsObject(
+  where: string,
+  input: unknown,
+  names: readonly string[],
+  example: string,
+): asserts input is object {
+  if (typeof input !== 'object' || input === null) {
+    throw new PeriodicConfigError(
+      `${where}: the options must be an object such as ${example}, got ${describeValue(input)}`,
+    );
+  }
+  for (const key of Object.keys(input)) {
+    if (names.includes(key)) continue;
+    const hint = nearest(key, names);
+    throw new PeriodicConfigError(
+      `${where}: unknown option "${key}"${hint === undefined ? '' : `; did you mean "${hint}"?`}` +
+        ` The options are: ${names.join(', ')}.`,
+    );
+  }
 }
 
 /** Throws a {@link PeriodicConfigError} when `value` is not one that option `key` accepts. */
