@@ -4,6 +4,8 @@ export default {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
+  // The consumer fixtures run with their own Jest or Vitest: npm run test:consumers.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/consumers/'],
   extensionsToTreatAsEsm: ['.ts'],
   // Sources import each other with `.js` extensions, as Node's ESM loader requires; map them back to `.ts`.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },

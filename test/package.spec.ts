@@ -1,0 +1,129 @@
+// The published package, as `npm pack` makes it: what the tarball holds, what its built files import, and
+// that each entry of its exports map loads in Node as the module system it claims, with matching types.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { join, posix, relative } from 'node:path';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import ts from 'typescript';
+import * as source from '../lib/index.js';
+
+const root = join(import.meta.dirname, '..');
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+/** Under node_modules, so that the unpacked package resolves its peers from the project's own. */
+const workspace = join(root, 'node_modules', '.cache', 'nestjs-periodic-package');
+const unpacked = join(workspace, 'node_modules', manifest.name);
+let tarball: string;
+let files: string[];
+
+beforeAll(() => {
+  rmSync(workspace, { recursive: true, force: true });
+  mkdirSync(unpacked, { recursive: true });
+  // npm pack runs the prepack script, which builds dist/ from lib/.
+  const [packed] = JSON.parse(
+    execFileSync('npm', ['pack', '--json', '--pack-destination', workspace], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+  tarball = join(workspace, packed.filename);
+  files = packed.files.map((file: { path: string }) => file.path).sort();
+  execFileSync('tar', ['-xzf', tarball, '-C', unpacked, '--strip-components=1']);
+}, 120_000);
+
+describe('the tarball', () => {
+  it('holds the two builds of lib/, the manifest, the README and the licence, and nothing else', () => {
+    const allowed =
+      /^(package\.json|README\.md|LICENSE|dist\/(esm|cjs)\/(package\.json|[\w/.-]+\.(js|d\.ts)))$/;
+    expect(files.filter((file) => !allowed.test(file))).toEqual([]);
+
+    const modules = listFiles(join(root, 'lib')).map((file) => file.replace(/\.ts$/, ''));
+    const built = (dir: string) =>
+      modules.flatMap((module) => [`dist/${dir}/${module}.d.ts`, `dist/${dir}/${module}.js`]);
+    expect(files).toEqual(
+      [
+        'LICENSE',
+        'README.md',
+        ...built('cjs'),
+        'dist/cjs/package.json',
+        ...built('esm'),
+        'dist/esm/package.json',
+        'package.json',
+      ].sort(),
+    );
+  });
+
+  it('imports only Node built-ins, declared peer dependencies and its own files', () => {
+    const peers = Object.keys(manifest.peerDependencies);
+    const outside = new Set<string>();
+    const wrong: string[] = [];
+    for (const file of files.filter((file) => /\.(js|d\.ts)$/.test(file))) {
+      // TypeScript's scanner finds import, export, require() and import() in JavaScript and declarations alike.
+      const { importedFiles } = ts.preProcessFile(readFileSync(join(unpacked, file), 'utf8'), true, true);
+      for (const { fileName: specifier } of importedFiles) {
+        if (specifier.startsWith('.')) {
+          const target = posix.join(posix.dirname(file), specifier);
+          const resolved = file.endsWith('.d.ts') ? target.replace(/\.js$/, '.d.ts') : target;
+          if (!files.includes(resolved)) wrong.push(`${file}: "${specifier}" is not in the tarball`);
+          continue;
+        }
+        outside.add(specifier);
+        const isBuiltin = specifier.startsWith('node:') || builtinModules.includes(specifier);
+        const isPeer = peers.some((peer) => specifier === peer || specifier.startsWith(`${peer}/`));
+        if (!isBuiltin && !isPeer)
+          wrong.push(`${file}: "${specifier}" is neither Node's nor a peer dependency`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    // The scan sees the imports it should, so an empty list above means something.
+    expect([...outside].sort()).toEqual([
+      '@nestjs/common',
+      '@nestjs/core',
+      'node:diagnostics_channel',
+      'node:util',
+      'reflect-metadata',
+    ]);
+  });
+
+  it('is found by `import` as ES modules and by `require` as CommonJS, each with the whole public surface', () => {
+    const names = Object.keys(source).sort();
+    const esm = nodeOutput(
+      '--input-type=module',
+      '-e',
+      `const m = await import('${manifest.name}');
+       console.log(JSON.stringify({ file: import.meta.resolve('${manifest.name}'), names: Object.keys(m).sort() }));`,
+    );
+    expect(esm.file).toMatch(/\/dist\/esm\/index\.js$/);
+    expect(esm.names).toEqual(names);
+
+    const cjs = nodeOutput(
+      '-e',
+      `const m = require('${manifest.name}');
+       console.log(JSON.stringify({ file: require.resolve('${manifest.name}'), names: Object.keys(m).sort() }));`,
+    );
+    expect(cjs.file).toMatch(/\/dist\/cjs\/index\.js$/);
+    expect(cjs.names).toEqual(names);
+  });
+
+  it('gives TypeScript the right types for every resolution mode (are-the-types-wrong)', () => {
+    const attw = join(root, 'node_modules', '.bin', 'attw');
+    const report = JSON.parse(execFileSync(attw, [tarball, '--format', 'json'], { encoding: 'utf8' }));
+    expect(report.problems).toEqual({});
+    const resolutions = report.analysis.entrypoints['.'].resolutions;
+    expect(resolutions['node16-esm'].resolution.fileName).toMatch(/\/dist\/esm\/index\.d\.ts$/);
+    expect(resolutions['node16-cjs'].resolution.fileName).toMatch(/\/dist\/cjs\/index\.d\.ts$/);
+  });
+});
+
+function listFiles(directory: string): string[] {
+  return readdirSync(directory, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(directory, join(entry.parentPath, entry.name)))
+    .sort();
+}
+
+/** Runs Node in the workspace, where `node_modules/<name>` is the unpacked tarball, and parses what it prints. */
+function nodeOutput(...args: string[]): { file: string; names: string[] } {
+  return JSON.parse(execFileSync(process.execPath, args, { cwd: workspace, encoding: 'utf8' }));
+}
