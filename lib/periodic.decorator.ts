@@ -1,5 +1,4 @@
-import 'reflect-metadata';
-import { PERIODIC_METADATA } from './periodic.constants.js';
+import { PERIODIC_OPTIONS } from './periodic.constants.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
 import type { PeriodicOptions } from './scheduler/options.js';
 
@@ -23,20 +22,20 @@ export function Periodic<Host extends object>(options: PeriodicOptions<Host>): M
         `${where}: ${String(key)} is ${what}, not a method; @Periodic() goes on a method, which is called on each run`,
       );
     }
-    if (Reflect.hasOwnMetadata(PERIODIC_METADATA, method)) {
+    if (Object.hasOwn(method, PERIODIC_OPTIONS)) {
       throw new PeriodicConfigError(
         `${where}: @Periodic() is applied twice; a method is one job, so keep one decorator ` +
           '(or call the work from a second method with its own @Periodic())',
       );
     }
-    Reflect.defineMetadata(PERIODIC_METADATA, options, method);
+    Object.defineProperty(method, PERIODIC_OPTIONS, { value: options });
   };
 }
 
 /** The options `@Periodic()` stored on a method, as given (validated at bootstrap); `undefined` if it has none. */
 export function periodicOptionsOf(method: unknown): { options: unknown } | undefined {
-  if (typeof method !== 'function' || !Reflect.hasOwnMetadata(PERIODIC_METADATA, method)) return undefined;
-  return { options: Reflect.getOwnMetadata(PERIODIC_METADATA, method) };
+  if (typeof method !== 'function' || !Object.hasOwn(method, PERIODIC_OPTIONS)) return undefined;
+  return { options: (method as unknown as Record<symbol, unknown>)[PERIODIC_OPTIONS] };
 }
 
 function placeOf(target: object, key: string | symbol): string {

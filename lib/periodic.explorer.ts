@@ -15,7 +15,7 @@ import { eventLogger } from './periodic.logger.js';
 import type { PeriodicModuleOptions } from './periodic.module.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
-import type { PeriodicOptions } from './scheduler/options.js';
+import { checkOptionsObject, JOB_OPTION_NAMES, type PeriodicOptions } from './scheduler/options.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 
 /** What the explorer reads of Nest's `InstanceWrapper`: the same in Nest 11 and 12. */
@@ -122,18 +122,20 @@ export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, O
     for (const module of this.modules()) {
       for (const wrapper of [...module.providers.values(), ...module.controllers.values()]) {
         if (wrapper.isAlias) continue;
-        const hosted = hostOf(wrapper);
-        if (hosted === undefined) continue;
+        const scanned = scanTarget(wrapper);
+        if (scanned === undefined) continue;
+        const { className, prototype } = scanned;
         let dependencies: object[] | undefined;
-        for (const [key, options] of decoratedMethods(hosted.prototype)) {
-          const where = `@Periodic() on ${hosted.className}.${String(key)}`;
-          refuseScope(where, hosted.className, wrapper);
-          const instance = hosted.instance!;
+        for (const [key, options] of decoratedMethods(prototype)) {
+          const where = `@Periodic() on ${className}.${String(key)}`;
+          // Only a provider that has a job is asked for its scope, which walks its dependency tree.
+          refuseScope(where, className, wrapper);
+          const instance = wrapper.instance as object;
           const keys = found.get(instance) ?? new Set();
           if (keys.has(key)) continue; // the same instance provided by two modules
           found.set(instance, keys.add(key));
           const scheduler = new PeriodicScheduler(
-            schedulerOptions(where, options, `${hosted.className}.${String(key)}`, instance, key, registry),
+            schedulerOptions(where, options, `${className}.${String(key)}`, instance, key, registry),
             events,
             where,
           );
@@ -145,18 +147,20 @@ export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, O
   }
 }
 
-/** The class and prototype to scan for decorated methods, and the instance to call them on. */
-function hostOf(wrapper: Wrapper): { className: string; prototype: object; instance?: object } | undefined {
+/**
+ * The class and prototype to scan for decorated methods: the instance's, or, for a provider with no instance
+ * of its own (request-scoped, transient), its class's, so that a decorated method there is refused, not
+ * ignored.
+ */
+function scanTarget(wrapper: Wrapper): { className: string; prototype: object } | undefined {
   const { instance, metatype } = wrapper;
-  if (wrapper.isTransient || !wrapper.isDependencyTreeStatic()) {
-    // No single instance: scan the class so that a decorated method there is refused, not ignored.
-    if (typeof metatype !== 'function' || wrapper.inject) return undefined;
-    return { className: metatype.name, prototype: metatype.prototype as object };
+  if (typeof instance === 'object' && instance !== null) {
+    const prototype: unknown = Object.getPrototypeOf(instance);
+    if (typeof prototype !== 'object' || prototype === null) return undefined;
+    return { className: instance.constructor?.name || '(anonymous class)', prototype };
   }
-  if (typeof instance !== 'object' || instance === null) return undefined;
-  const prototype: unknown = Object.getPrototypeOf(instance);
-  if (typeof prototype !== 'object' || prototype === null) return undefined;
-  return { className: instance.constructor?.name || '(anonymous class)', prototype, instance };
+  if (typeof metatype !== 'function' || wrapper.inject) return undefined;
+  return { className: metatype.name, prototype: metatype.prototype as object };
 }
 
 function refuseScope(where: string, className: string, wrapper: Wrapper): void {
@@ -202,16 +206,25 @@ function schedulerOptions(
       `${where}: "run" is not an option of @Periodic(); the decorated method is the job`,
     );
   }
+  checkOptionsObject(where, given, JOB_OPTION_NAMES, '{ every: 60_000 }');
   const options = given as PeriodicOptions;
   const { when } = options;
   const method = instance as Record<string | symbol, (context: unknown) => unknown>;
+  // Every option spelled out, in one shape for all jobs, rather than spread: the engine reads each of them,
+  // and reads from objects of one shape are what keep a bootstrap of thousands of jobs fast.
   return {
-    ...options,
+    every: options.every,
     name: options.name ?? defaultName,
+    initialDelay: options.initialDelay,
+    delayMode: options.delayMode,
+    when: typeof when === 'function' ? () => options.when!(instance) : (when as undefined),
+    onOverlap: options.onOverlap,
+    timeout: options.timeout,
+    jobShutdown: options.jobShutdown,
     mode: options.mode ?? registry.mode,
+    exclusive: options.exclusive,
     // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
     run: (context) => method[key](context),
-    when: typeof when === 'function' ? () => options.when!(instance) : (when as undefined),
   };
 }
 

@@ -28,12 +28,15 @@ export class Lifecycle {
 
   constructor(private readonly registry: PeriodicRegistry) {}
 
-  /** The job starts once the application and every dependency have bootstrapped; its host drains it. */
+  /**
+   * The job starts once the application and every dependency have bootstrapped. It is drained before the
+   * `onModuleDestroy` of its host or of any dependency that has one; otherwise by the module's own teardown.
+   */
   tie(scheduler: PeriodicScheduler, host: object, dependencies: object[]): void {
     const job: Job = { scheduler, waiting: 1 };
     this.jobs.push(job);
     for (const instance of new Set([host, ...dependencies])) {
-      const hooked = this.hook(instance, instance === host, scheduler.name);
+      const hooked = this.hook(instance, scheduler.name);
       hooked.jobs.add(job);
       if (!hooked.bootstrapped) job.waiting++;
     }
@@ -50,7 +53,7 @@ export class Lifecycle {
     }
   }
 
-  private hook(instance: object, isHost: boolean, name: string): Hooked {
+  private hook(instance: object, name: string): Hooked {
     const target = instance as Record<string, Hook | undefined>;
     let hooked = this.hooked.get(instance);
     if (hooked === undefined) {
@@ -71,12 +74,18 @@ export class Lifecycle {
       }
     }
     const destroy = target.onModuleDestroy;
-    if (!hooked.drains && (isHost || typeof destroy === 'function')) {
+    if (!hooked.drains && typeof destroy === 'function') {
       const { jobs } = hooked;
       hooked.drains = true;
-      patch(instance, 'onModuleDestroy', name, async (...args) => {
-        await Promise.all(Array.from(jobs, (job) => job.scheduler.stop()));
-        return destroy?.apply(instance, args);
+      patch(instance, 'onModuleDestroy', name, (...args) => {
+        // Synchronous when no run is in flight, the common case: no promise to wait for, per host.
+        const draining = [];
+        for (const { scheduler } of jobs) {
+          const stopped = scheduler.stop();
+          if (scheduler.running > 0) draining.push(stopped);
+        }
+        if (draining.length === 0) return destroy.apply(instance, args);
+        return Promise.all(draining).then(() => destroy.apply(instance, args));
       });
     }
     return hooked;

@@ -82,7 +82,6 @@ describe('the tarball', () => {
       '@nestjs/core',
       'node:diagnostics_channel',
       'node:util',
-      'reflect-metadata',
     ]);
   });
 

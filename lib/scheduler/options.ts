@@ -106,6 +106,9 @@ const RULES = {
 } satisfies Record<keyof PeriodicSchedulerOptions, Rule>;
 
 const OPTION_NAMES = Object.keys(RULES);
+/** The options of `@Periodic()` and `PeriodicRegistry.add()`: the engine's but `run`, which is the job itself. */
+export const JOB_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'run');
+const RULE_ENTRIES = Object.entries(RULES) as [keyof PeriodicSchedulerOptions, Rule][];
 
 /**
  * Validates a job's options and fills in the defaults. `where` names the job in messages, e.g.
@@ -113,7 +116,7 @@ const OPTION_NAMES = Object.keys(RULES);
  */
 export function resolveOptions(input: PeriodicSchedulerOptions, where: string): ResolvedPeriodicOptions {
   checkOptionsObject(where, input, OPTION_NAMES, '{ every: 60_000 }');
-  for (const [key, rule] of Object.entries(RULES) as [keyof PeriodicSchedulerOptions, Rule][]) {
+  for (const [key, rule] of RULE_ENTRIES) {
     const value = input[key];
     const required = key === 'every' || key === 'name' || key === 'run';
     if ((value !== undefined || required) && !rule.accepts(value)) throw invalid(where, key, value, rule);
@@ -147,8 +150,8 @@ export function checkOptionsObject(
       `${where}: the options must be an object such as ${example}, got ${describeValue(input)}`,
     );
   }
-  for (const key of Object.keys(input)) {
-    if (names.includes(key)) continue;
+  for (const key in input) {
+    if (!Object.hasOwn(input, key) || names.includes(key)) continue;
     const hint = nearest(key, names);
     throw new PeriodicConfigError(
       `${where}: unknown option "${key}"${hint === undefined ? '' : `; did you mean "${hint}"?`}` +

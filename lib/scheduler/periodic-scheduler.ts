@@ -1,6 +1,6 @@
-import { DeadlineTimer, now } from './clock.js';
+import { type DeadlineListener, DeadlineTimer, now } from './clock.js';
 import { describeValue, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
-import type { PeriodicEvent, PeriodicEventSink, PeriodicEventType } from './events.js';
+import type { JobExitReason, PeriodicEvent, PeriodicEventSink, PeriodicEventType } from './events.js';
 import {
   checkOption,
   type PeriodicSchedulerOptions,
@@ -10,8 +10,8 @@ import {
 import {
   isThenable,
   Run,
-  type RunEnded,
   type RunOutcome,
+  type RunOwner,
   type SyncTickResult,
   type TickResult,
 } from './run.js';
@@ -26,7 +26,7 @@ type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
  * policy, starts runs, stops them on timeout or shutdown, and reports every step as an event. Plain
  * TypeScript: usable without Nest.
  */
-export class PeriodicScheduler {
+export class PeriodicScheduler implements DeadlineListener, RunOwner {
   /** The job's name. */
   readonly name: string;
   /** The job's options, validated, with defaults filled in. */
@@ -128,7 +128,7 @@ export class PeriodicScheduler {
     if (refusal !== undefined) return refusal;
     return new Promise((resolve, reject) => {
       let run: Run | undefined;
-      const timer = new DeadlineTimer(() => reject(this.syncTickTimedOut(timeout, run)));
+      const timer = new DeadlineTimer({ onDeadline: () => reject(this.syncTickTimedOut(timeout, run)) });
       if (timeout !== Infinity) timer.armAt(now() + timeout);
       const waiter = (outcome: RunOutcome) => {
         timer.cancel();
@@ -146,8 +146,8 @@ export class PeriodicScheduler {
 
   // ---- One tick ----
 
-  /** Auto mode: the tick timer reached its deadline. */
-  private readonly onTimer = (): void => {
+  /** @internal Auto mode: the tick timer reached its deadline. */
+  onDeadline(): void {
     let scheduledAt = this.deadline;
     if (this.options.delayMode === 'regular') {
       // Missed slots are dropped, not replayed: run once for the latest slot that has passed.
@@ -163,7 +163,7 @@ export class PeriodicScheduler {
       if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: every });
     }
     void this.handleTick(scheduledAt, undefined);
-  };
+  }
 
   /** Manual mode: a tick asked for by `tick` or `syncTick`. */
   private async manualTick(waiter: Run['waiter']): Promise<Run | undefined> {
@@ -222,7 +222,7 @@ export class PeriodicScheduler {
       // An abort listener of the stopped run may have stopped this scheduler.
       if (this.status !== 'ticking') return undefined;
     }
-    const run = new Run(this.options, ++this.lastJobId, scheduledAt, this.onRunEnd);
+    const run = new Run(this.options, ++this.lastJobId, scheduledAt, this);
     run.waiter = waiter;
     this.runs.add(run);
     if (this.listens('started')) {
@@ -244,27 +244,29 @@ export class PeriodicScheduler {
     return undefined;
   }
 
-  private readonly onRunEnd: RunEnded = (run, reason, failed, error) => {
+  /** @internal A run of this job has ended. */
+  runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void {
     this.runs.delete(run);
-    const durationMs = now() - run.context.startedAt;
+    const listening = this.listens('finished');
+    // Read before the next tick is armed, so that the gap from this end to it is never below `every`.
+    const durationMs = listening || run.waiter !== undefined ? now() - run.context.startedAt : 0;
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it.
     if (this.options.delayMode === 'shifted' && this.status === 'ticking' && !run.replaced) {
       this.armNext(this.options.every);
     }
-    const listening = this.listens('finished');
     if (listening || run.waiter !== undefined) {
       const outcome: RunOutcome = failed ? { reason, error, durationMs } : { reason, durationMs };
       if (listening) this.emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
       run.waiter?.(outcome);
     }
     if (this.runs.size === 0) this.drained?.();
-  };
+  }
 
   /** Arms the next tick `delay` ms from now (first tick, shifted mode); manual mode only reports it. */
   private armNext(delay: number): void {
     if (this.options.mode === 'auto') {
       this.deadline = now() + delay;
-      (this.timer ??= new DeadlineTimer(this.onTimer)).armAt(this.deadline);
+      (this.timer ??= new DeadlineTimer(this)).armAt(this.deadline);
     }
     if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: delay });
   }

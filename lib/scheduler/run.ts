@@ -1,4 +1,4 @@
-import { DeadlineTimer, now } from './clock.js';
+import { type DeadlineListener, DeadlineTimer, now } from './clock.js';
 import { type AbortReason, PeriodicAbortError } from './errors.js';
 import type { JobExitReason } from './events.js';
 import type { ResolvedPeriodicOptions } from './options.js';
@@ -31,8 +31,10 @@ export type SyncTickResult =
 /** How a run ended: `error` is present when it threw or rejected. */
 export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
 
-/** Called once when a run ends: it settled (`failed` tells whether it threw), or it was abandoned. */
-export type RunEnded = (run: Run, reason: JobExitReason, failed: boolean, error: unknown) => void;
+/** Told once when a run ends: it settled (`failed` tells whether it threw), or it was abandoned. */
+export interface RunOwner {
+  runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void;
+}
 
 /** The exit reason of a stopped run that settled within its grace. */
 const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
@@ -46,17 +48,41 @@ const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
 const ABANDONED_AFTER: Record<AbortReason, JobExitReason> = { ...SETTLED_AFTER, shutdown: 'killed' };
 
 /**
+ * What a run receives. `signal` is made when it is first read: most runs never read it, and an
+ * `AbortController` costs more than the rest of a run together.
+ */
+class RunContext implements PeriodicContext {
+  readonly #run: Run;
+
+  constructor(
+    run: Run,
+    readonly name: string,
+    readonly jobId: number,
+    readonly scheduledAt: number,
+    readonly startedAt: number,
+  ) {
+    this.#run = run;
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.signal;
+  }
+}
+
+/**
  * One call of the job, from its start until it settles or is abandoned. Stopping a run aborts its signal
  * and gives it a grace to settle; the first stop decides its exit reason.
  */
-export class Run {
+export class Run implements DeadlineListener {
   readonly context: PeriodicContext;
   /** Told how the run ended (`syncTick`). */
   waiter: ((outcome: RunOutcome) => void) | undefined;
   /** Set once the run has ended; whatever it does after that is swallowed. */
   private ended = false;
   private stopReason: AbortReason | undefined;
-  private readonly controller = new AbortController();
+  /** Made when the run first reads its signal; the reason it was stopped with, if that came first. */
+  private controller: AbortController | undefined;
+  private abortError: PeriodicAbortError | undefined;
   /** The timeout while the run runs, then the grace once it has been stopped. */
   private timer: DeadlineTimer | undefined;
 
@@ -64,15 +90,18 @@ export class Run {
     private readonly options: ResolvedPeriodicOptions,
     jobId: number,
     scheduledAt: number,
-    private readonly onEnd: RunEnded,
+    private readonly owner: RunOwner,
   ) {
-    this.context = {
-      name: options.name,
-      jobId,
-      signal: this.controller.signal,
-      scheduledAt,
-      startedAt: now(),
-    };
+    this.context = new RunContext(this, options.name, jobId, scheduledAt, now());
+  }
+
+  /** The run's signal, aborted already if the run was stopped before it first asked. */
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.abortError !== undefined) this.controller.abort(this.abortError);
+    }
+    return this.controller.signal;
   }
 
   get jobId(): number {
@@ -116,7 +145,8 @@ export class Run {
     }
     this.stopReason = reason;
     this.timer?.cancel();
-    this.controller.abort(new PeriodicAbortError(reason, this.abortMessage(reason)));
+    this.abortError = new PeriodicAbortError(reason, this.abortMessage(reason));
+    this.controller?.abort(this.abortError);
     // An abort listener may have stopped the scheduler, and with it this run.
     if (this.ended) return;
     if (grace === 'brutalKill') return this.abandon();
@@ -125,11 +155,13 @@ export class Run {
 
   /** Runs without a timeout that are never stopped, the most common kind, allocate no timer at all. */
   private armTimer(deadline: number): void {
-    this.timer ??= new DeadlineTimer(() => {
-      if (this.stopReason === undefined) this.stop('timeout');
-      else this.abandon();
-    });
-    this.timer.armAt(deadline);
+    (this.timer ??= new DeadlineTimer(this)).armAt(deadline);
+  }
+
+  /** The timeout ran out, or the grace after a stop did. */
+  onDeadline(): void {
+    if (this.stopReason === undefined) this.stop('timeout');
+    else this.abandon();
   }
 
   private settle(failed: boolean, error: unknown): void {
@@ -146,7 +178,7 @@ export class Run {
   private end(reason: JobExitReason, failed: boolean, error: unknown): void {
     this.ended = true;
     this.timer?.cancel();
-    this.onEnd(this, reason, failed, error);
+    this.owner.runEnded(this, reason, failed, error);
   }
 
   private abortMessage(reason: AbortReason): string {

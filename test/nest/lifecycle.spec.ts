@@ -211,8 +211,10 @@ describe('a job is drained before any provider it depends on is destroyed', () =
       }
     }
     const app = await createApp({ imports: [PeriodicModule.forRoot({ logger: false })], providers: [Host] });
-    await app.events.once('started', (event) => event.name === 'Host.ignores');
-    await app.events.once('started', (event) => event.name === 'Host.honours');
+    await Promise.all([
+      app.events.once('started', (event) => event.name === 'Host.ignores'),
+      app.events.once('started', (event) => event.name === 'Host.honours'),
+    ]);
     await app.close();
     const finished = app.seen.filter((event) => event.type === 'finished');
     expect(finished.map((event) => [event.name, event.reason]).sort()).toEqual([

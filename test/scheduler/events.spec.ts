@@ -123,7 +123,7 @@ describe('zero cost for what is not used', () => {
     expect(emit).not.toHaveBeenCalled();
   });
 
-  it('no AbortController is created before a run starts', async () => {
+  it('no AbortController is created before a run reads its signal', async () => {
     const Original = globalThis.AbortController;
     let created = 0;
     globalThis.AbortController = class extends Original {
@@ -134,11 +134,20 @@ describe('zero cost for what is not used', () => {
     };
     try {
       let open = false;
-      const { scheduler } = startScheduler({ every: 10, mode: 'manual', when: () => open });
+      let read = false;
+      const { scheduler } = startScheduler({
+        every: 10,
+        mode: 'manual',
+        when: () => open,
+        run: (context) => void (read && context.signal),
+      });
       await scheduler.tick();
       await scheduler.tick();
       expect(created).toBe(0);
       open = true;
+      await scheduler.tick();
+      expect(created).toBe(0);
+      read = true;
       await scheduler.tick();
       expect(created).toBe(1);
     } finally {

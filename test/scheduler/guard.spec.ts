@@ -1,4 +1,5 @@
 import { describe, expect, it, jest } from '@jest/globals';
+import { armedDeadlines } from '../../lib/scheduler/clock.js';
 import { deferred, flush, startScheduler, useFakeTimers } from './helpers.js';
 
 useFakeTimers();
@@ -28,12 +29,12 @@ describe('when', () => {
     const scheduled = startScheduler({
       every: 10,
       when: () => {
-        order.push(`guard, timers: ${jest.getTimerCount()}`);
+        order.push(`guard, deadlines: ${armedDeadlines()}`);
         return false;
       },
     });
     jest.advanceTimersByTime(30);
-    expect(order).toEqual(['guard, timers: 1', 'guard, timers: 1', 'guard, timers: 1']);
+    expect(order).toEqual(['guard, deadlines: 1', 'guard, deadlines: 1', 'guard, deadlines: 1']);
     expect(scheduled.log.of('nextTick')).toHaveLength(4);
   });
 

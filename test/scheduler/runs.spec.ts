@@ -30,6 +30,28 @@ describe('the run context', () => {
     expect(contexts[0].fencingToken).toBeUndefined();
   });
 
+  it('a run that first reads its signal after it was stopped finds it aborted, with the reason of the stop', async () => {
+    const read = deferred<void>();
+    const signals = new Map<number, AbortSignal>();
+    const { scheduler } = startScheduler({
+      every: 10,
+      mode: 'manual',
+      onOverlap: 'stopPrevious',
+      run: async (context) => {
+        await read.promise;
+        signals.set(context.jobId, context.signal);
+      },
+    });
+    await scheduler.tick();
+    await scheduler.tick(); // stops run #1, which has not read its signal yet
+    read.resolve();
+    await flush();
+    expect(signals.get(1)?.aborted).toBe(true);
+    expect(signals.get(1)?.reason).toBeInstanceOf(PeriodicAbortError);
+    expect(signals.get(1)?.reason).toEqual(expect.objectContaining({ reason: 'stopPrevious' }));
+    expect(signals.get(2)?.aborted).toBe(false);
+  });
+
   it('the run is called with the context as its only argument', async () => {
     const run = jest.fn();
     const { scheduler } = startScheduler({ every: 10, mode: 'manual', run });
