@@ -9,7 +9,6 @@
 import { spawn } from 'node:child_process';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
-import { clearTimeout, setTimeout } from 'node:timers';
 import { pack, remove, root, run, scratch } from './shell.mjs';
 
 const fixtures = {

@@ -1,0 +1,255 @@
+// The benchmark's report: the machine and versions, one table per scenario with ratios to nestjs-periodic,
+// and the engine's targets with whether this run met them. As text for the terminal, and as BENCHMARKS.md.
+import { readFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { ENGINE } from './peers.mjs';
+
+const OURS = 'nestjs-periodic';
+
+export function environment(root) {
+  const version = (name) =>
+    JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
+  return {
+    date: new Date().toISOString(),
+    machine: `${cpus()[0].model}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+    versions: {
+      node: process.versions.node,
+      'nestjs-periodic': JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version,
+      ...Object.fromEntries(
+        ['@nestjs/core', '@nestjs/schedule', 'toad-scheduler'].map((name) => [name, version(name)]),
+      ),
+    },
+  };
+}
+
+/** The tables: [title, note, columns, rows]; a cell is a figure with its ratio to nestjs-periodic's. */
+function tables({ results }) {
+  const of = (scenario, filter = () => true) => results.filter((r) => r.scenario === scenario && filter(r));
+  const table = (title, note, scenario, columns, split = [undefined]) =>
+    split.flatMap(([suffix, filter] = ['', () => true]) => {
+      const rows = of(scenario, filter);
+      if (rows.length === 0) return [];
+      const ours = rows.find((row) => row.peer === OURS);
+      return [
+        {
+          title: `${title}${suffix}`,
+          note,
+          head: ['', ...columns.map(([, heading]) => heading)],
+          rows: rows.map((row) => [
+            row.peer,
+            ...columns.map(([key, , digits]) =>
+              cell(row[key], row.peer === OURS ? undefined : ours?.[key], digits),
+            ),
+          ]),
+        },
+      ];
+    });
+  return [
+    ...table(
+      '1. Timing: one job every 10 ms, 500 ticks',
+      'Lateness of each tick against the ideal grid (t0 + k·10 ms, t0 when the scheduler armed its first timer), in ms. Final drift: the median lateness of the last 50 ticks. Early: ticks that started more than 0.1 ms before their slot (the bench reads t0 when the scheduler calls setTimeout or setInterval, up to 0.07 ms after the scheduler read its clock).',
+      'timing',
+      [
+        ['p50', 'p50', 2],
+        ['p99', 'p99', 2],
+        ['max', 'max', 2],
+        ['drift', 'final drift', 2],
+        ['early', 'early starts', 0],
+      ],
+      [
+        [', idle', (r) => !r.load],
+        [', with a second job burning 2 ms of CPU per tick', (r) => r.load],
+      ],
+    ),
+    ...table(
+      '2. Scale: 10,000 jobs every 100 ms, for 5 s',
+      `CPU time (user + system) per run, runs missed against the slots that passed, and heap per job after GC once all are scheduled. "${ENGINE}" is PeriodicScheduler used without Nest.`,
+      'scale',
+      [
+        ['cpuPerRunUs', 'CPU µs per run', 2],
+        ['missed', 'runs missed', 0],
+        ['heapPerJob', 'heap bytes per job', 0],
+      ],
+    ),
+    ...table(
+      '3. Bootstrap: 1,000 providers with 2 scheduled methods each',
+      'Time from compiling the module to the end of init(), the part of it spent in init(), and the heap it leaves after GC. "no scheduler" is the same application without any scheduling.',
+      'bootstrap',
+      [
+        ['bootstrapMs', 'compile + init ms', 1],
+        ['initMs', 'init ms', 1],
+        ['heapMb', 'heap MiB', 2],
+      ],
+    ),
+    ...table(
+      '4. Shutdown: close() with 1,000 idle jobs',
+      'Time from close() (stop() for the peers used without Nest) to resolved, in ms. "no scheduler" is the same application of 1,000 providers without any scheduling: what Nest\'s own close() takes.',
+      'shutdown',
+      [['closeMs', 'close ms', 2]],
+      [['', (r) => !r.inFlight]],
+    ),
+    ...table(
+      '4. Shutdown: close() with 100 runs in flight',
+      'A run honours its signal where it gets one: it ends 10 ms after the abort. The others get no signal and run on for 1 s. "after the last run" is how long close() took to resolve once the last run had ended.',
+      'shutdown',
+      [
+        ['closeMs', 'close ms', 2],
+        ['stillRunning', 'runs still running when close resolved', 0],
+        ['afterLastRunMs', 'ms after the last run', 2],
+      ],
+      [['', (r) => r.inFlight]],
+    ),
+    ...table(
+      '5. Manual ticks: syncTick round trips per second on an empty job',
+      'No peer can tick a job by hand; "await method()" calls the method directly, the floor.',
+      'manualTicks',
+      [['perSecond', 'round trips per second', 0]],
+    ),
+  ];
+}
+
+function cell(figure, ours, digits) {
+  if (figure === undefined || figure === null) return '–';
+  const value = `${figure.median.toFixed(digits)}${figure.noisy ? '*' : ''}`;
+  const base = ours?.median;
+  if (base === undefined || base === 0 || figure.median === 0) return value;
+  return `${value} (${formatRatio(Math.abs(figure.median / base))})`;
+}
+
+function formatRatio(ratio) {
+  return `${ratio >= 10 ? ratio.toFixed(0) : ratio.toFixed(ratio >= 1 ? 1 : 2)}×`;
+}
+
+/** The engine's targets (issue 5), judged on this run's medians. */
+function targets({ results }) {
+  const find = (scenario, peer, filter = () => true) =>
+    results.find((r) => r.scenario === scenario && r.peer === peer && filter(r));
+  const lines = [];
+  const check = (what, value, ok) => lines.push(`- ${ok ? 'met' : 'MISSED'}: ${what} (${value})`);
+  const idle = find('timing', OURS, (r) => !r.load);
+  if (idle) {
+    check(
+      'timing, idle: final drift within ±1 ms',
+      `${idle.drift.median.toFixed(2)} ms`,
+      Math.abs(idle.drift.median) <= 1,
+    );
+    check('timing, idle: p99 lateness ≤ 2 ms', `${idle.p99.median.toFixed(2)} ms`, idle.p99.median <= 2);
+    check('timing, idle: no early start', `${idle.early.max} at most`, idle.early.max === 0);
+  }
+  const loaded = find('timing', OURS, (r) => r.load);
+  const peers = results.filter(
+    (r) => r.scenario === 'timing' && r.load && r.peer !== OURS && r.peer !== 'setTimeout loop',
+  );
+  if (loaded && peers.length > 0) {
+    const worst = Math.min(...peers.map((r) => Math.abs(r.drift.median)));
+    check(
+      "timing, loaded: drift stays bounded (within ±1 ms) while the peers' grows",
+      `${loaded.drift.median.toFixed(2)} ms against at least ${worst.toFixed(1)} ms`,
+      Math.abs(loaded.drift.median) <= 1,
+    );
+  }
+  const scale = find('scale', OURS);
+  const engine = find('scale', ENGINE);
+  const schedule = find('scale', '@nestjs/schedule');
+  if (scale && schedule) {
+    check(
+      "scale: CPU per run no higher than @nestjs/schedule's",
+      `${scale.cpuPerRunUs.median.toFixed(2)} µs against ${schedule.cpuPerRunUs.median.toFixed(2)} µs`,
+      scale.cpuPerRunUs.median <= schedule.cpuPerRunUs.median,
+    );
+    check('scale: no missed runs', `${scale.missed.max} at most`, scale.missed.max === 0);
+  }
+  if (engine) {
+    check(
+      'scale: heap per idle job ≤ 600 bytes (the engine)',
+      `${engine.heapPerJob.median.toFixed(0)} B; ${scale?.heapPerJob.median.toFixed(0)} B through the Nest module`,
+      engine.heapPerJob.median <= 600,
+    );
+  }
+  const boot = find('bootstrap', OURS);
+  const bootSchedule = find('bootstrap', '@nestjs/schedule');
+  if (boot && bootSchedule) {
+    check(
+      'bootstrap no slower than @nestjs/schedule',
+      `${boot.bootstrapMs.median.toFixed(0)} ms against ${bootSchedule.bootstrapMs.median.toFixed(0)} ms`,
+      boot.bootstrapMs.median <= bootSchedule.bootstrapMs.median,
+    );
+  }
+  const idleClose = find('shutdown', OURS, (r) => !r.inFlight);
+  if (idleClose)
+    check(
+      'shutdown of 1,000 idle jobs under 20 ms',
+      `${idleClose.closeMs.median.toFixed(2)} ms`,
+      idleClose.closeMs.median < 20,
+    );
+  const flight = find('shutdown', OURS, (r) => r.inFlight);
+  if (flight)
+    check(
+      'with honouring runs, close resolves within 5 ms of the last run',
+      `${flight.afterLastRunMs.median.toFixed(2)} ms`,
+      flight.afterLastRunMs.median <= 5,
+    );
+  return lines;
+}
+
+export function terminal(report) {
+  const out = [
+    `\n${report.machine}; Node ${report.versions.node}; medians of ${report.repetitions} repetitions (* noisy)\n`,
+  ];
+  for (const { title, head, rows } of tables(report)) {
+    const widths = head.map((_, i) => Math.max(...[head, ...rows].map((row) => String(row[i]).length)));
+    const line = (row) => row.map((value, i) => String(value).padEnd(widths[i])).join('  ');
+    out.push(`\n${title}\n${line(head)}\n${rows.map(line).join('\n')}\n`);
+  }
+  out.push(`\nTargets\n${targets(report).join('\n')}\n`);
+  return out.join('');
+}
+
+export function markdown(report) {
+  const versions = Object.entries(report.versions)
+    .map(([name, version]) => `${name} ${version}`)
+    .join(', ');
+  const parts = [
+    '# Benchmarks',
+    '',
+    'Written by `npm run bench` (bench/run.mjs); the raw figures are in `bench/results/latest.json`. Every',
+    'measurement runs in a fresh process, and each figure is the median of the repetitions; a figure marked *',
+    'is noisy: its repetitions spread more than 25% around the median (their range is in latest.json). A',
+    "ratio in brackets is the peer's figure divided by nestjs-periodic's.",
+    '',
+    `- Run: ${report.date}, ${report.repetitions} repetitions`,
+    `- Machine: ${report.machine}`,
+    `- Versions: ${versions}`,
+    '',
+    'Peers: `@nestjs/schedule` (`@Interval`) and nestjs-periodic (`@Periodic`) run their jobs as decorated',
+    'methods of providers in a Nest application; `toad-scheduler` (`SimpleIntervalJob`), a `setInterval` per',
+    'job and a `setTimeout` loop re-armed to absolute deadlines (the floor Node allows) run bare.',
+    '',
+    '## Targets',
+    '',
+    ...targets(report),
+  ];
+  for (const { title, note, head, rows } of tables(report)) {
+    parts.push(
+      '',
+      `## ${title}`,
+      '',
+      note,
+      '',
+      `| ${head.join(' | ')} |`,
+      `|${head.map(() => ' --- ').join('|')}|`,
+    );
+    for (const row of rows) parts.push(`| ${row.join(' | ')} |`);
+    if (title.startsWith('1.') && title.endsWith('idle')) {
+      parts.push(
+        '',
+        'Lateness of each tick, idle and loaded (a symmetric log scale: 0, ±1, 10, 100 ms):',
+        '',
+        '![lateness per tick](bench/results/drift.svg)',
+      );
+    }
+  }
+  parts.push('', readFileSync(join(import.meta.dirname, 'engine-changes.md'), 'utf8').trim());
+  return `${parts.join('\n')}\n`;
+}
