@@ -1,7 +1,7 @@
 // The published package, as `npm pack` makes it: what the tarball holds, what its built files import, and
 // that each entry of its exports map loads in Node as the module system it claims, with matching types.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join, posix, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from '@jest/globals';
@@ -104,6 +104,34 @@ describe('the tarball', () => {
     expect(cjs.file).toMatch(/\/dist\/cjs\/index\.js$/);
     expect(cjs.names).toEqual(names);
   });
+
+  it('has declarations that type-check, imported from an ES module and from CommonJS', () => {
+    writeFileSync(
+      join(workspace, 'esm.mts'),
+      `import * as periodic from '${manifest.name}';\nexport const surface = periodic;\n`,
+    );
+    writeFileSync(
+      join(workspace, 'cjs.cts'),
+      `import periodic = require('${manifest.name}');\nexport const surface = periodic;\n`,
+    );
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const args = [
+      '--noEmit',
+      '--strict',
+      '--module',
+      'nodenext',
+      '--types',
+      'node',
+      '--skipLibCheck',
+      'false',
+    ];
+    const check = spawnSync(process.execPath, [tsc, ...args, 'esm.mts', 'cjs.cts'], {
+      cwd: workspace,
+      encoding: 'utf8',
+    });
+    expect(check.stdout).toBe('');
+    expect(check.status).toBe(0);
+  }, 60_000);
 
   it('gives TypeScript the right types for every resolution mode (are-the-types-wrong)', () => {
     const attw = join(root, 'node_modules', '.bin', 'attw');

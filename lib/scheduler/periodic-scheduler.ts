@@ -1,4 +1,4 @@
-import { type DeadlineListener, DeadlineTimer, now } from './clock.js';
+import { DeadlineTimer, now } from './clock.js';
 import { describeValue, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
 import type { JobExitReason, PeriodicEvent, PeriodicEventSink, PeriodicEventType } from './events.js';
 import {
@@ -7,14 +7,7 @@ import {
   resolveOptions,
   type ResolvedPeriodicOptions,
 } from './options.js';
-import {
-  isThenable,
-  Run,
-  type RunOutcome,
-  type RunOwner,
-  type SyncTickResult,
-  type TickResult,
-} from './run.js';
+import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
 
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
 const SYNC_TICK_TIMEOUT = 4000;
@@ -24,9 +17,11 @@ type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
 /**
  * One scheduler runs one job: it ticks on a monotonic clock, evaluates the guard, applies the overlap
  * policy, starts runs, stops them on timeout or shutdown, and reports every step as an event. Plain
- * TypeScript: usable without Nest.
+ * TypeScript: usable without Nest. It is the listener of its tick timer and the owner of its runs, through
+ * two methods kept out of the published declarations; it does not declare those interfaces, which would name
+ * members the declarations leave out.
  */
-export class PeriodicScheduler implements DeadlineListener, RunOwner {
+export class PeriodicScheduler {
   /** The job's name. */
   readonly name: string;
   /** The job's options, validated, with defaults filled in. */
