@@ -1,0 +1,304 @@
+// Every invalid configuration a user can write, in one table: each is a PeriodicConfigError whose message
+// names the job (or the call), the option, and what to do instead, and nothing of the application starts.
+import { describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { Periodic, PeriodicConfigError, PeriodicModule, type PeriodicOptions } from '../../lib/index.js';
+import { useApps } from './helpers.js';
+
+/** How many times any job ran: a failed configuration must leave it at 0. */
+let runs = 0;
+
+/** A provider with one job of the given options, beside a valid job that would run at once. */
+function jobWith(options: unknown): new () => object {
+  @Injectable()
+  class Jobs {
+    @Periodic({ every: 1000, initialDelay: 0 })
+    valid(): void {
+      runs++;
+    }
+
+    @Periodic(options as PeriodicOptions)
+    work(): void {
+      runs++;
+    }
+  }
+  return Jobs;
+}
+
+const JOB = '@Periodic() on Jobs.work: ';
+
+/** [what, options, the option named, what the message says to do instead] */
+const optionCases: [string, unknown, string, RegExp][] = [
+  ['every negative', { every: -5 }, '"every"', /must be an integer number of milliseconds ≥ 1, got -5/],
+  ['every zero', { every: 0 }, '"every"', /must be an integer number of milliseconds ≥ 1, got 0/],
+  ['every fractional', { every: 1.5 }, '"every"', /must be an integer number of milliseconds ≥ 1, got 1\.5/],
+  ['every a string', { every: '100' }, '"every"', /must be an integer number of milliseconds ≥ 1, got "100"/],
+  ['every NaN', { every: NaN }, '"every"', /must be an integer .* got NaN/],
+  ['every Infinity', { every: Infinity }, '"every"', /must be an integer .* got Infinity/],
+  ['every beyond 2^53', { every: 2 ** 53 }, '"every"', /beyond 2\^53−1, the largest exact integer/],
+  ['every missing', {}, '"every"', /must be an integer number of milliseconds ≥ 1, got undefined/],
+  ['every null', { every: null }, '"every"', /must be an integer .* got null/],
+  ['name empty', { every: 1000, name: '' }, '"name"', /must be a non-empty string, got ""/],
+  ['name a number', { every: 1000, name: 42 }, '"name"', /must be a non-empty string, got 42/],
+  ['initialDelay negative', { every: 1000, initialDelay: -1 }, '"initialDelay"', /≥ 0, got -1/],
+  ['initialDelay fractional', { every: 1000, initialDelay: 0.5 }, '"initialDelay"', /≥ 0, got 0\.5/],
+  ['initialDelay a string', { every: 1000, initialDelay: '0' }, '"initialDelay"', /≥ 0, got "0"/],
+  ['delayMode unknown', { every: 1000, delayMode: 'fixed' }, '"delayMode"', /must be 'regular' or 'shifted'/],
+  ['delayMode miscased', { every: 1000, delayMode: 'Regular' }, '"delayMode"', /did you mean 'regular'\?/],
+  [
+    'delayMode a number',
+    { every: 1000, delayMode: 1 },
+    '"delayMode"',
+    /must be 'regular' or 'shifted', got 1/,
+  ],
+  ['when a boolean', { every: 1000, when: true }, '"when"', /must be a function that returns a boolean/],
+  ['when a string', { every: 1000, when: 'yes' }, '"when"', /must be a function .* got "yes"/],
+  [
+    'onOverlap snake case',
+    { every: 1000, onOverlap: 'stop_previous' },
+    '"onOverlap"',
+    /did you mean 'stopPrevious'\?/,
+  ],
+  [
+    'onOverlap unknown',
+    { every: 1000, onOverlap: 'skip' },
+    '"onOverlap"',
+    /must be 'run', 'ignore' or 'stopPrevious'/,
+  ],
+  [
+    'onOverlap null',
+    { every: 1000, onOverlap: null },
+    '"onOverlap"',
+    /must be 'run', 'ignore' or 'stopPrevious', got null/,
+  ],
+  ['timeout zero', { every: 1000, timeout: 0 }, '"timeout"', /≥ 1, or Infinity, got 0/],
+  ['timeout negative', { every: 1000, timeout: -1 }, '"timeout"', /≥ 1, or Infinity, got -1/],
+  ['timeout a string', { every: 1000, timeout: 'Infinity' }, '"timeout"', /or Infinity, got "Infinity"/],
+  ['timeout fractional', { every: 1000, timeout: 1.5 }, '"timeout"', /or Infinity, got 1\.5/],
+  [
+    'jobShutdown negative',
+    { every: 1000, jobShutdown: -1 },
+    '"jobShutdown"',
+    /≥ 0, Infinity or 'brutalKill', got -1/,
+  ],
+  [
+    'jobShutdown snake case',
+    { every: 1000, jobShutdown: 'brutal_kill' },
+    '"jobShutdown"',
+    /did you mean 'brutalKill'\?/,
+  ],
+  [
+    'jobShutdown unknown',
+    { every: 1000, jobShutdown: 'kill' },
+    '"jobShutdown"',
+    /or 'brutalKill', got "kill"/,
+  ],
+  ['jobShutdown fractional', { every: 1000, jobShutdown: 2.5 }, '"jobShutdown"', /or 'brutalKill', got 2\.5/],
+  ['mode miscased', { every: 1000, mode: 'Auto' }, '"mode"', /did you mean 'auto'\?/],
+  ['mode unknown', { every: 1000, mode: 'sync' }, '"mode"', /must be 'auto' or 'manual', got "sync"/],
+  [
+    'exclusive a string',
+    { every: 1000, exclusive: 'yes' },
+    '"exclusive"',
+    /must be true or false, got "yes"/,
+  ],
+  ['exclusive without a coordinator', { every: 1000, exclusive: true }, '"exclusive"', /remove "exclusive"/],
+  ['an unknown option', { every: 1000, on_overlap: 'ignore' }, '"on_overlap"', /did you mean "onOverlap"\?/],
+  ['a misspelt option', { every: 1000, intervall: 5 }, '"intervall"', /The options are: every, name/],
+  ['run as an option', { every: 1000, run: () => undefined }, '"run"', /the decorated method is the job/],
+  ['options a number', 5000, 'options', /must be an object such as \{ every: 60_000 \}, got 5000/],
+  ['options a string', 'every minute', 'options', /must be an object such as \{ every: 60_000 \}/],
+];
+
+describe('invalid configurations: a PeriodicConfigError that names the job, the option and the fix', () => {
+  const createApp = useApps();
+
+  it.each(optionCases)('@Periodic() with %s', async (_, options, option, fix) => {
+    runs = 0;
+    const app = createApp({
+      imports: [PeriodicModule.forRoot({ logger: false })],
+      providers: [jobWith(options)],
+    });
+    const error = await app.then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(PeriodicConfigError);
+    const { message } = error as Error;
+    expect(message.startsWith(JOB)).toBe(true);
+    expect(message).toContain(option);
+    expect(message).toMatch(fix);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(runs).toBe(0);
+  });
+
+  const misplaced: [string, () => unknown, RegExp][] = [
+    [
+      'on a getter',
+      () => {
+        class Jobs {
+          @Periodic({ every: 1000 })
+          get work(): number {
+            return 1;
+          }
+        }
+        return Jobs;
+      },
+      /@Periodic\(\) on Jobs\.work: work is an accessor, not a method; @Periodic\(\) goes on a method/,
+    ],
+    [
+      'on a static method',
+      () => {
+        class Jobs {
+          @Periodic({ every: 1000 })
+          static work(): void {}
+        }
+        return Jobs;
+      },
+      /@Periodic\(\) on Jobs\.work: the method is static; @Periodic\(\) goes on an instance method/,
+    ],
+    [
+      'on a property that is not a function',
+      () => {
+        class Jobs {
+          work = 5;
+        }
+        const decorate = Periodic({ every: 1000 }) as (
+          target: object,
+          key: string,
+          descriptor: object,
+        ) => void;
+        decorate(Jobs.prototype, 'work', { value: 5, writable: true });
+        return Jobs;
+      },
+      /@Periodic\(\) on Jobs\.work: work is a property, not a method/,
+    ],
+    [
+      'twice on one method',
+      () => {
+        class Jobs {
+          @Periodic({ every: 1000 })
+          @Periodic({ every: 2000 })
+          work(): void {}
+        }
+        return Jobs;
+      },
+      /@Periodic\(\) on Jobs\.work: @Periodic\(\) is applied twice; a method is one job, so keep one decorator/,
+    ],
+  ];
+
+  it.each(misplaced)('@Periodic() %s throws when the class is defined', (_, define, message) => {
+    expect(define).toThrow(PeriodicConfigError);
+    expect(define).toThrow(message);
+  });
+
+  it('two jobs with one name', async () => {
+    @Injectable()
+    class First {
+      @Periodic({ every: 1000, name: 'sync' })
+      work(): void {}
+    }
+    @Injectable()
+    class Second {
+      @Periodic({ every: 1000, name: 'sync' })
+      work(): void {}
+    }
+    const app = createApp({ imports: [PeriodicModule.forRoot()], providers: [First, Second] });
+    await expect(app).rejects.toThrow(PeriodicConfigError);
+    await expect(app).rejects.toThrow(
+      /two jobs are named "sync": @Periodic\(\) on First\.work .* and @Periodic\(\) on Second\.work .*give one of them another \{ name \}/,
+    );
+  });
+
+  it('a name that another job has by default', async () => {
+    @Injectable()
+    class Report {
+      @Periodic({ every: 1000 })
+      send(): void {}
+
+      @Periodic({ every: 1000, name: 'Report.send' })
+      resend(): void {}
+    }
+    const app = createApp({ imports: [PeriodicModule.forRoot()], providers: [Report] });
+    await expect(app).rejects.toThrow(/two jobs are named "Report\.send"/);
+  });
+
+  it.each([
+    [
+      'mode unknown',
+      { mode: 'sometimes' },
+      /PeriodicModule\.forRoot\(\): "mode" must be 'auto' or 'manual', got "sometimes"/,
+    ],
+    [
+      'logger a string',
+      { logger: 'yes' },
+      /PeriodicModule\.forRoot\(\): "logger" must be true or false, got "yes"/,
+    ],
+    [
+      'an unknown option',
+      { moed: 'manual' },
+      /PeriodicModule\.forRoot\(\): unknown option "moed"; did you mean "mode"\?/,
+    ],
+    [
+      'options a string',
+      'manual',
+      /PeriodicModule\.forRoot\(\): the options must be an object such as \{ mode: 'manual' \}/,
+    ],
+  ])('PeriodicModule.forRoot() with %s', (_, options, message) => {
+    const forRoot = () => PeriodicModule.forRoot(options as never);
+    expect(forRoot).toThrow(PeriodicConfigError);
+    expect(forRoot).toThrow(message);
+  });
+
+  it.each([
+    [
+      'a name already taken',
+      'taken',
+      { every: 1000 },
+      /PeriodicRegistry\.add\("taken"\): .*two jobs are named "taken"|two jobs are named "taken"/,
+    ],
+    [
+      'an empty name',
+      '',
+      { every: 1000 },
+      /PeriodicRegistry\.add\(\): "name" must be a non-empty string, got ""/,
+    ],
+    [
+      'invalid options',
+      'added',
+      { every: -1 },
+      /PeriodicRegistry\.add\("added"\): "every" must be an integer number of milliseconds ≥ 1/,
+    ],
+    [
+      '"run" in the options',
+      'added',
+      { every: 1000, run: () => undefined },
+      /"name" and "run" are not options here/,
+    ],
+    [
+      'options that are not an object',
+      'added',
+      1000,
+      /PeriodicRegistry\.add\("added"\): the options must be an object such as \{ every: 60_000 \}/,
+    ],
+  ])('PeriodicRegistry.add() with %s', async (_, name, options, message) => {
+    runs = 0;
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] });
+    app.registry.add('taken', () => runs++, { every: 1000 });
+    const add = () => app.registry.add(name, () => runs++, options as never);
+    expect(add).toThrow(PeriodicConfigError);
+    expect(add).toThrow(message);
+    expect(app.registry.getAll().map((job) => job.name)).toEqual(['taken']);
+  });
+
+  it('PeriodicRegistry.add() once the application is closing', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot()] });
+    await app.close();
+    const add = () => app.registry.add('late', () => runs++, { every: 1000, initialDelay: 0 });
+    expect(add).toThrow(PeriodicConfigError);
+    expect(add).toThrow(
+      'PeriodicRegistry.add("late"): the application is closing; no job can be added any more',
+    );
+    expect(app.registry.has('late')).toBe(false);
+  });
+});
