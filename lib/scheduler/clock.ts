@@ -16,16 +16,16 @@ export interface DeadlineListener {
 
 /**
  * Calls its listener once `now()` has reached the deadline, never before. A deadline timer costs no Node
- * timer of its own: all of them share one, aimed at the earliest deadline (see {@link Wheel}).
+ * timer of its own: all of them share one, aimed at the earliest deadline (see {@link SharedTimer}).
  */
 export class DeadlineTimer {
   /** On the `now()` timeline. */
   deadline = 0;
   /** Orders timers of the same deadline by when they were armed, as Node orders its own timers. */
   sequence = 0;
-  /** Its place in its wheel's heap; -1 when not armed, -2 while due and about to be called. */
+  /** Its place in its shared timer's heap; -1 when not armed, -2 while due and about to be called. */
   index = -1;
-  private wheel: Wheel | undefined;
+  private shared: SharedTimer | undefined;
 
   constructor(readonly listener: DeadlineListener) {}
 
@@ -33,12 +33,12 @@ export class DeadlineTimer {
   armAt(deadline: number): void {
     this.cancel();
     this.deadline = deadline;
-    this.wheel = wheelOf(globalThis.setTimeout, globalThis.clearTimeout);
-    this.wheel.add(this);
+    this.shared = sharedTimerOf(globalThis.setTimeout, globalThis.clearTimeout);
+    this.shared.add(this);
   }
 
   cancel(): void {
-    if (this.index >= 0) this.wheel!.remove(this);
+    if (this.index >= 0) this.shared!.remove(this);
     // -2: taken from the heap as due, its call still to come; now it will not come.
     this.index = -1;
   }
@@ -50,7 +50,7 @@ export class DeadlineTimer {
  * early; the wait is rounded to the nearest millisecond, and a timer that fires before the earliest deadline
  * is simply armed again, so no deadline is ever met early. Waits past {@link MAX_TIMER_DELAY} are chunked.
  */
-class Wheel {
+class SharedTimer {
   private readonly heap: DeadlineTimer[] = [];
   private handle: ReturnType<typeof setTimeout> | undefined;
   /** The deadline the Node timer aims at. */
@@ -168,19 +168,19 @@ class Wheel {
 
 /** How many deadline timers are armed through the current `setTimeout`: for tests. */
 export function armedDeadlines(): number {
-  return wheelOf(globalThis.setTimeout, globalThis.clearTimeout).size;
+  return sharedTimerOf(globalThis.setTimeout, globalThis.clearTimeout).size;
 }
 
-/** One wheel per `setTimeout`, so that a test's fake timers never share a Node timer with real ones. */
-const wheels = new WeakMap<typeof setTimeout, Wheel>();
+/** One shared timer per `setTimeout`, so that a test's fake timers never share a Node timer with real ones. */
+const sharedTimers = new WeakMap<typeof setTimeout, SharedTimer>();
 let lastSetTimer: typeof setTimeout | undefined;
-let lastWheel: Wheel | undefined;
+let lastShared: SharedTimer | undefined;
 
-function wheelOf(setTimer: typeof setTimeout, clearTimer: typeof clearTimeout): Wheel {
-  if (setTimer === lastSetTimer) return lastWheel!;
-  let wheel = wheels.get(setTimer);
-  if (wheel === undefined) wheels.set(setTimer, (wheel = new Wheel(setTimer, clearTimer)));
+function sharedTimerOf(setTimer: typeof setTimeout, clearTimer: typeof clearTimeout): SharedTimer {
+  if (setTimer === lastSetTimer) return lastShared!;
+  let shared = sharedTimers.get(setTimer);
+  if (shared === undefined) sharedTimers.set(setTimer, (shared = new SharedTimer(setTimer, clearTimer)));
   lastSetTimer = setTimer;
-  lastWheel = wheel;
-  return wheel;
+  lastShared = shared;
+  return shared;
 }
