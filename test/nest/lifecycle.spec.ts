@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from '@jest/globals';
 import { Global, Injectable, Module, type ModuleMetadata, Scope } from '@nestjs/common';
 import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
+import { armedDeadlines } from '../../lib/scheduler/clock.js';
 import { honouringRun, stuckRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 
@@ -225,5 +226,80 @@ describe('a job is drained before any provider it depends on is destroyed', () =
       ['stopped', 0],
       ['stopped', 0],
     ]);
+  });
+});
+
+describe('close() racing with itself and with bootstrap', () => {
+  const createApp = useApps();
+
+  it('close() called twice at once: both resolve once the run in flight has cleaned up, which happens once', async () => {
+    const steps: string[] = [];
+    @Injectable()
+    class Exporter {
+      @Periodic({ every: 60_000, initialDelay: 0 })
+      async export({ signal }: PeriodicContext): Promise<void> {
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        await sleep(50);
+        steps.push('cleaned up');
+      }
+    }
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ logger: false })],
+      providers: [Exporter],
+    });
+    await app.events.once('started');
+    const both = [app.moduleRef.close(), app.moduleRef.close()].map((closing, i) =>
+      closing.then(() => steps.push(`close ${i + 1} resolved`)),
+    );
+    await Promise.all(both);
+    expect(steps.slice(0, 1)).toEqual(['cleaned up']);
+    expect(steps.sort()).toEqual(['cleaned up', 'close 1 resolved', 'close 2 resolved']);
+    expect(app.seen.filter((event) => event.type === 'finished').map((event) => event.reason)).toEqual([
+      'shutdown',
+    ]);
+    expect(armedDeadlines()).toBe(0);
+  });
+
+  it('close() while a dependency is still bootstrapping: no run outlives close(), and nothing starts after it', async () => {
+    let release!: () => void;
+    let entered!: () => void;
+    const bootstrapping = new Promise<void>((resolve) => (entered = resolve));
+    @Injectable()
+    class Store {
+      async onApplicationBootstrap(): Promise<void> {
+        entered();
+        await new Promise<void>((resolve) => (release = resolve));
+      }
+    }
+    @Injectable()
+    class Poller {
+      constructor(readonly store: Store) {}
+
+      @Periodic({ every: 5, initialDelay: 0 })
+      poll(context: PeriodicContext): Promise<void> {
+        return honouringRun(context);
+      }
+    }
+    const app = await createApp(
+      { imports: [PeriodicModule.forRoot({ logger: false })], providers: [Store, Poller] },
+      { init: false },
+    );
+    const init = app.moduleRef.init().then(
+      () => 'initialised',
+      () => 'init failed',
+    );
+    await bootstrapping;
+    const closing = app.moduleRef.close();
+    release();
+    await Promise.all([init, closing]);
+    const closedAt = app.seen.length;
+    await sleep(50);
+    const started = app.seen.filter((event) => event.type === 'started');
+    const finished = app.seen.filter((event) => event.type === 'finished');
+    expect(app.seen.length).toBe(closedAt);
+    expect(finished.map((event) => event.jobId)).toEqual(started.map((event) => event.jobId));
+    expect(app.registry.get('Poller.poll').state).not.toBe('ticking');
+    expect(app.registry.get('Poller.poll').running).toBe(0);
+    expect(armedDeadlines()).toBe(0);
   });
 });

@@ -8,6 +8,15 @@ describe('a Nest application with enableShutdownHooks(), as a process', () => {
     script = compileApp(join(import.meta.dirname, 'fixtures', 'shutdown-app.ts'));
   });
 
+  const drained = (signal: string) => [
+    'ready',
+    'run started',
+    'run aborted: shutdown',
+    'run cleaned up',
+    `application shut down on ${signal}`,
+    'timers left: 0',
+  ];
+
   it.each(['SIGTERM', 'SIGINT'] as const)(
     'on %s: the run in flight sees its signal aborted and cleans up, then Nest shuts down and ends the process by that signal',
     async (signal) => {
@@ -15,14 +24,26 @@ describe('a Nest application with enableShutdownHooks(), as a process', () => {
       await child.waitFor('run started');
       child.process.kill(signal);
       const ended = await child.exited;
-      expect(child.lines).toEqual([
-        'ready',
-        'run started',
-        'run aborted: shutdown',
-        'run cleaned up',
-        `application shut down on ${signal}`,
-      ]);
+      expect(child.lines).toEqual(drained(signal));
       expect(ended).toEqual({ code: null, signal });
+    },
+    30_000,
+  );
+
+  it.each([
+    ['SIGTERM', 'SIGTERM'],
+    ['SIGTERM', 'SIGINT'],
+  ] as const)(
+    'a second signal during the drain (%s, then %s) changes nothing: the run still cleans up first',
+    async (first, second) => {
+      const child = startNode(script);
+      await child.waitFor('run started');
+      child.process.kill(first);
+      await child.waitFor('run aborted: shutdown');
+      child.process.kill(second);
+      const ended = await child.exited;
+      expect(child.lines).toEqual(drained(first));
+      expect(ended).toEqual({ code: null, signal: first });
     },
     30_000,
   );
