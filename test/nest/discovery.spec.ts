@@ -1,12 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { Controller, Injectable, Module, Scope } from '@nestjs/common';
-import {
-  Periodic,
-  PeriodicConfigError,
-  type PeriodicContext,
-  PeriodicModule,
-  type PeriodicOptions,
-} from '../../lib/index.js';
+import { Periodic, PeriodicConfigError, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
 import { typesOf, useApps } from './helpers.js';
 
 const manual = PeriodicModule.forRoot({ mode: 'manual' });
@@ -183,52 +177,6 @@ describe('discovery refuses what it cannot run, at bootstrap, naming the class a
     );
   });
 
-  it('two jobs with the same name, naming both places', async () => {
-    @Injectable()
-    class A {
-      @Periodic({ every: 1000, name: 'sync' })
-      run(): void {}
-    }
-    @Injectable()
-    class B {
-      @Periodic({ every: 1000, name: 'sync' })
-      run(): void {}
-    }
-    @Module({ providers: [B] })
-    class OtherModule {}
-    @Module({ imports: [manual, OtherModule], providers: [A] })
-    class AppModule {}
-
-    await expect(createApp({ imports: [AppModule] })).rejects.toThrow(
-      'two jobs are named "sync": @Periodic() on A.run (in AppModule) and @Periodic() on B.run (in OtherModule); ' +
-        'names must be unique in the application: give one of them another { name }',
-    );
-  });
-
-  it.each<[PeriodicOptions | undefined, string]>([
-    [{ every: -5 }, '"every" must be an integer number of milliseconds ≥ 1, got -5'],
-    [
-      { every: 1000, onOverlap: 'stop_previous' as 'run' },
-      "\"onOverlap\" must be 'run', 'ignore' or 'stopPrevious', got \"stop_previous\"; did you mean 'stopPrevious'?",
-    ],
-    [{ every: 1000, ovrlap: 'run' } as PeriodicOptions, 'unknown option "ovrlap"'],
-    [{ every: 1000, name: '' }, '"name" must be a non-empty string, got ""'],
-    [
-      { every: 1000, run: () => 1 } as PeriodicOptions,
-      '"run" is not an option of @Periodic(); the decorated method is the job',
-    ],
-    [undefined, 'the options must be an object such as { every: 60_000 }, got undefined'],
-  ])('invalid options %p', async (options, message) => {
-    @Injectable()
-    class Cleanup {
-      @Periodic(options as PeriodicOptions)
-      purge(): void {}
-    }
-    const app = createApp({ imports: [manual], providers: [Cleanup] });
-    await expect(app).rejects.toThrow(PeriodicConfigError);
-    await expect(app).rejects.toThrow(`@Periodic() on Cleanup.purge: ${message}`);
-  });
-
   it('starts nothing when the bootstrap fails', async () => {
     @Injectable()
     class Broken {
@@ -241,47 +189,5 @@ describe('discovery refuses what it cannot run, at bootstrap, naming the class a
     );
     await expect(app.init()).rejects.toThrow('@Periodic() on Broken.work: "every"');
     expect(app.registry.getAll().map((job) => job.state)).toEqual(['idle']);
-  });
-});
-
-describe('@Periodic() in the wrong place throws when the class is defined', () => {
-  it('on a static method', () => {
-    expect(() => {
-      class Jobs {
-        @Periodic({ every: 1000 })
-        static work(): void {}
-      }
-      return Jobs;
-    }).toThrow('@Periodic() on Jobs.work: the method is static; @Periodic() goes on an instance method');
-  });
-
-  it('on a getter', () => {
-    expect(() => {
-      class Jobs {
-        @Periodic({ every: 1000 })
-        get work(): number {
-          return 1;
-        }
-      }
-      return Jobs;
-    }).toThrow('@Periodic() on Jobs.work: work is an accessor, not a method');
-  });
-
-  it('on a property', () => {
-    const decorate = Periodic({ every: 1000 }) as (target: object, key: string) => void;
-    expect(() => decorate(class Jobs {}.prototype, 'work')).toThrow(
-      '@Periodic() on Jobs.work: work is a property, not a method',
-    );
-  });
-
-  it('twice on one method', () => {
-    expect(() => {
-      class Jobs {
-        @Periodic({ every: 1000 })
-        @Periodic({ every: 2000 })
-        work(): void {}
-      }
-      return Jobs;
-    }).toThrow('@Periodic() on Jobs.work: @Periodic() is applied twice');
   });
 });

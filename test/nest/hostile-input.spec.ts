@@ -1,8 +1,14 @@
 // Every invalid configuration a user can write, in one table: each is a PeriodicConfigError whose message
 // names the job (or the call), the option, and what to do instead, and nothing of the application starts.
 import { describe, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
-import { Periodic, PeriodicConfigError, PeriodicModule, type PeriodicOptions } from '../../lib/index.js';
+import { Injectable, Module } from '@nestjs/common';
+import {
+  Periodic,
+  PeriodicConfigError,
+  PeriodicModule,
+  type PeriodicModuleOptions,
+  type PeriodicOptions,
+} from '../../lib/index.js';
 import { useApps } from './helpers.js';
 
 /** How many times any job ran: a failed configuration must leave it at 0. */
@@ -108,6 +114,7 @@ const optionCases: [string, unknown, string, RegExp][] = [
   ['run as an option', { every: 1000, run: () => undefined }, '"run"', /the decorated method is the job/],
   ['options a number', 5000, 'options', /must be an object such as \{ every: 60_000 \}, got 5000/],
   ['options a string', 'every minute', 'options', /must be an object such as \{ every: 60_000 \}/],
+  ['no options', undefined, 'options', /must be an object such as \{ every: 60_000 \}, got undefined/],
 ];
 
 describe('invalid configurations: a PeriodicConfigError that names the job, the option and the fix', () => {
@@ -158,6 +165,14 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
       /@Periodic\(\) on Jobs\.work: the method is static; @Periodic\(\) goes on an instance method/,
     ],
     [
+      'on a property (as TypeScript decorates one: no descriptor)',
+      () => {
+        const decorate = Periodic({ every: 1000 }) as (target: object, key: string) => void;
+        decorate(class Jobs {}.prototype, 'work');
+      },
+      /@Periodic\(\) on Jobs\.work: work is a property, not a method/,
+    ],
+    [
       'on a property that is not a function',
       () => {
         class Jobs {
@@ -192,21 +207,26 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     expect(define).toThrow(message);
   });
 
-  it('two jobs with one name', async () => {
+  it('two jobs with one name, naming both places and their modules', async () => {
     @Injectable()
-    class First {
+    class A {
       @Periodic({ every: 1000, name: 'sync' })
-      work(): void {}
+      run(): void {}
     }
     @Injectable()
-    class Second {
+    class B {
       @Periodic({ every: 1000, name: 'sync' })
-      work(): void {}
+      run(): void {}
     }
-    const app = createApp({ imports: [PeriodicModule.forRoot()], providers: [First, Second] });
+    @Module({ providers: [B] })
+    class OtherModule {}
+    @Module({ imports: [PeriodicModule.forRoot({ mode: 'manual' }), OtherModule], providers: [A] })
+    class AppModule {}
+    const app = createApp({ imports: [AppModule] });
     await expect(app).rejects.toThrow(PeriodicConfigError);
     await expect(app).rejects.toThrow(
-      /two jobs are named "sync": @Periodic\(\) on First\.work .* and @Periodic\(\) on Second\.work .*give one of them another \{ name \}/,
+      'two jobs are named "sync": @Periodic() on A.run (in AppModule) and @Periodic() on B.run (in OtherModule); ' +
+        'names must be unique in the application: give one of them another { name }',
     );
   });
 
@@ -223,72 +243,98 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     await expect(app).rejects.toThrow(/two jobs are named "Report\.send"/);
   });
 
-  it.each([
+  it.each<[unknown, string]>([
     [
-      'mode unknown',
-      { mode: 'sometimes' },
-      /PeriodicModule\.forRoot\(\): "mode" must be 'auto' or 'manual', got "sometimes"/,
+      { mode: 'manul' },
+      `PeriodicModule.forRoot(): "mode" must be 'auto' or 'manual', got "manul"; did you mean 'manual'?`,
     ],
+    [{ mode: 'sometimes' }, `PeriodicModule.forRoot(): "mode" must be 'auto' or 'manual', got "sometimes"`],
+    [{ logger: 'yes' }, 'PeriodicModule.forRoot(): "logger" must be true or false, got "yes"'],
+    [{ mdoe: 'manual' }, 'PeriodicModule.forRoot(): unknown option "mdoe"; did you mean "mode"?'],
+    [42, "PeriodicModule.forRoot(): the options must be an object such as { mode: 'manual' }, got 42"],
     [
-      'logger a string',
-      { logger: 'yes' },
-      /PeriodicModule\.forRoot\(\): "logger" must be true or false, got "yes"/,
-    ],
-    [
-      'an unknown option',
-      { moed: 'manual' },
-      /PeriodicModule\.forRoot\(\): unknown option "moed"; did you mean "mode"\?/,
-    ],
-    [
-      'options a string',
       'manual',
-      /PeriodicModule\.forRoot\(\): the options must be an object such as \{ mode: 'manual' \}/,
+      'PeriodicModule.forRoot(): the options must be an object such as { mode: \'manual\' }, got "manual"',
     ],
-  ])('PeriodicModule.forRoot() with %s', (_, options, message) => {
-    const forRoot = () => PeriodicModule.forRoot(options as never);
+  ])('PeriodicModule.forRoot(%p)', (options, message) => {
+    const forRoot = () => PeriodicModule.forRoot(options as PeriodicModuleOptions);
     expect(forRoot).toThrow(PeriodicConfigError);
     expect(forRoot).toThrow(message);
   });
 
-  it.each([
+  @Injectable()
+  class Cleanup {
+    @Periodic({ every: 1000 })
+    purge(): void {}
+  }
+
+  it.each<[string, string, unknown, unknown, string]>([
     [
       'a name already taken',
-      'taken',
+      'Cleanup.purge',
+      () => undefined,
       { every: 1000 },
-      /PeriodicRegistry\.add\("taken"\): .*two jobs are named "taken"|two jobs are named "taken"/,
+      'two jobs are named "Cleanup.purge": @Periodic() on Cleanup.purge (in RootTestModule) and ' +
+        'PeriodicRegistry.add("Cleanup.purge")',
     ],
     [
       'an empty name',
       '',
+      () => undefined,
       { every: 1000 },
-      /PeriodicRegistry\.add\(\): "name" must be a non-empty string, got ""/,
+      'PeriodicRegistry.add(): "name" must be a non-empty string, got ""',
     ],
     [
-      'invalid options',
+      'an invalid option',
       'added',
-      { every: -1 },
-      /PeriodicRegistry\.add\("added"\): "every" must be an integer number of milliseconds ≥ 1/,
+      () => undefined,
+      { every: 1.5 },
+      'PeriodicRegistry.add("added"): "every" must be an integer number of milliseconds ≥ 1, got 1.5',
+    ],
+    [
+      'a name in the options',
+      'added',
+      () => undefined,
+      { every: 1000, name: 'x' },
+      'PeriodicRegistry.add("added"): "name" and "run" are not options here',
     ],
     [
       '"run" in the options',
       'added',
+      () => undefined,
       { every: 1000, run: () => undefined },
-      /"name" and "run" are not options here/,
+      'PeriodicRegistry.add("added"): "name" and "run" are not options here',
+    ],
+    [
+      'a job that is not a function',
+      'added',
+      'run',
+      { every: 1000 },
+      'PeriodicRegistry.add("added"): the job must be a function, called with the run\'s context, got "run"',
+    ],
+    [
+      'no options',
+      'added',
+      () => undefined,
+      undefined,
+      'PeriodicRegistry.add("added"): the options must be an object such as { every: 60_000 }, got undefined',
     ],
     [
       'options that are not an object',
       'added',
+      () => undefined,
       1000,
-      /PeriodicRegistry\.add\("added"\): the options must be an object such as \{ every: 60_000 \}/,
+      'PeriodicRegistry.add("added"): the options must be an object such as { every: 60_000 }, got 1000',
     ],
-  ])('PeriodicRegistry.add() with %s', async (_, name, options, message) => {
-    runs = 0;
-    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] });
-    app.registry.add('taken', () => runs++, { every: 1000 });
-    const add = () => app.registry.add(name, () => runs++, options as never);
+  ])('PeriodicRegistry.add() with %s', async (_, name, run, options, message) => {
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual' })],
+      providers: [Cleanup],
+    });
+    const add = () => app.registry.add(name, run as never, options as never);
     expect(add).toThrow(PeriodicConfigError);
     expect(add).toThrow(message);
-    expect(app.registry.getAll().map((job) => job.name)).toEqual(['taken']);
+    expect(app.registry.getAll().map((job) => job.name)).toEqual(['Cleanup.purge']);
   });
 
   it('PeriodicRegistry.add() once the application is closing', async () => {

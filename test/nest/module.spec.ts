@@ -1,12 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { Injectable, Module } from '@nestjs/common';
-import {
-  Periodic,
-  PeriodicConfigError,
-  PeriodicModule,
-  type PeriodicModuleOptions,
-  PeriodicRegistry,
-} from '../../lib/index.js';
+import { Periodic, PeriodicModule, PeriodicRegistry } from '../../lib/index.js';
 import { typesOf, useApps } from './helpers.js';
 
 @Injectable()
@@ -60,20 +54,6 @@ describe('PeriodicModule.forRoot()', () => {
     await app.registry.syncTick('Counter.count');
     expect(app.moduleRef.get(Counter).runs).toBe(1);
     expect(app.logs.periodic().filter((line) => line.startsWith('warn'))).toEqual([]);
-  });
-
-  it.each<[unknown, string]>([
-    [
-      { mode: 'manul' },
-      `PeriodicModule.forRoot(): "mode" must be 'auto' or 'manual', got "manul"; did you mean 'manual'?`,
-    ],
-    [{ logger: 'yes' }, 'PeriodicModule.forRoot(): "logger" must be true or false, got "yes"'],
-    [{ mdoe: 'manual' }, 'PeriodicModule.forRoot(): unknown option "mdoe"; did you mean "mode"?'],
-    [42, "PeriodicModule.forRoot(): the options must be an object such as { mode: 'manual' }, got 42"],
-  ])('refuses invalid options %p with a PeriodicConfigError', (options, message) => {
-    const forRoot = () => PeriodicModule.forRoot(options as PeriodicModuleOptions);
-    expect(forRoot).toThrow(PeriodicConfigError);
-    expect(forRoot).toThrow(message);
   });
 
   it("the module's mode applies to the jobs that do not set their own; a job's own mode wins", async () => {

@@ -2,7 +2,6 @@ import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import {
   Periodic,
-  PeriodicConfigError,
   type PeriodicContext,
   PeriodicModule,
   PeriodicNotFoundError,
@@ -152,60 +151,6 @@ describe('PeriodicRegistry: add and remove', () => {
       name: 'import',
       reason: 'shutdown',
     });
-  });
-
-  it.each<[string, () => unknown, unknown, string]>([
-    [
-      'a name already taken',
-      () => undefined,
-      { every: 1000 },
-      'two jobs are named "Jobs.cleanup": @Periodic() on Jobs.cleanup (in RootTestModule) and PeriodicRegistry.add("Jobs.cleanup")',
-    ],
-    [
-      'an invalid option',
-      () => undefined,
-      { every: 1.5 },
-      'PeriodicRegistry.add("Jobs.cleanup"): "every" must be an integer number of milliseconds ≥ 1, got 1.5',
-    ],
-    [
-      'a name in the options',
-      () => undefined,
-      { every: 1000, name: 'x' },
-      'PeriodicRegistry.add("Jobs.cleanup"): "name" and "run" are not options here',
-    ],
-    [
-      'a job that is not a function',
-      'run' as never,
-      { every: 1000 },
-      'PeriodicRegistry.add("Jobs.cleanup"): the job must be a function, called with the run\'s context, got "run"',
-    ],
-    [
-      'no options',
-      () => undefined,
-      undefined,
-      'PeriodicRegistry.add("Jobs.cleanup"): the options must be an object such as { every: 60_000 }, got undefined',
-    ],
-  ])('add() refuses %s with a PeriodicConfigError', async (_, run, options, message) => {
-    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Jobs] });
-    const add = () => app.registry.add('Jobs.cleanup', run, options as never);
-    expect(add).toThrow(PeriodicConfigError);
-    expect(add).toThrow(message);
-    expect(app.registry.getAll()).toHaveLength(2);
-  });
-
-  it('add() refuses an empty name', async () => {
-    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] });
-    expect(() => app.registry.add('', () => undefined, { every: 1000 })).toThrow(
-      'PeriodicRegistry.add(): "name" must be a non-empty string, got ""',
-    );
-  });
-
-  it('add() after close is refused', async () => {
-    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] });
-    await app.close();
-    expect(() => app.registry.add('late', () => undefined, { every: 1000 })).toThrow(
-      'PeriodicRegistry.add("late"): the application is closing; no job can be added any more',
-    );
   });
 
   it('remove() stops the job as on shutdown, then forgets it', async () => {
