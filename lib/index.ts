@@ -7,6 +7,11 @@ export {
 export { PeriodicRegistry } from './periodic.registry.js';
 export { PeriodicEvents } from './periodic.events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+export {
+  type RedisClient,
+  RedisCoordinator,
+  type RedisCoordinatorOptions,
+} from './scheduler/redis-coordinator.js';
 export type {
   DelayMode,
   JobShutdown,

@@ -12,7 +12,7 @@ import { periodicOptionsOf } from './periodic.decorator.js';
 import { PeriodicEvents } from './periodic.events.js';
 import { Lifecycle } from './periodic.lifecycle.js';
 import { eventLogger } from './periodic.logger.js';
-import type { PeriodicModuleOptions } from './periodic.module.js';
+import type { ResolvedModuleOptions } from './periodic.module.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
 import { checkOptionsObject, JOB_OPTION_NAMES, type PeriodicOptions } from './scheduler/options.js';
@@ -77,9 +77,12 @@ export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, O
   onModuleInit(): void {
     if (this.app.explorer !== undefined) return;
     this.app.explorer = this;
-    const { mode, logger } = this.moduleOptions();
+    const { mode, logger, coordinator } = this.moduleOptions();
     const { registry, events } = this.app;
     registry.mode = mode;
+    registry.coordinator = coordinator;
+    // Failures of Redis are logged whatever `logger` says: they stop exclusive jobs.
+    if (coordinator !== undefined) coordinator.log = new Logger(LOGGER_CONTEXT);
     if (logger) {
       events.log = eventLogger((name) => (registry.has(name) ? registry.get(name).options.timeout : 0));
     }
@@ -101,16 +104,19 @@ export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, O
   }
 
   /** The options of the first import of `PeriodicModule`; later imports with other options get a warning. */
-  private moduleOptions(): Required<PeriodicModuleOptions> {
+  private moduleOptions(): ResolvedModuleOptions {
     const imported = this.modules().flatMap((module) => {
       const options = module.providers.get(PERIODIC_MODULE_OPTIONS)?.instance;
-      return options === undefined ? [] : [options as Required<PeriodicModuleOptions>];
+      return options === undefined ? [] : [options as ResolvedModuleOptions];
     });
     const [first] = imported;
-    if (imported.some((other) => other.mode !== first.mode || other.logger !== first.logger)) {
+    const differs = (other: ResolvedModuleOptions) =>
+      other.mode !== first.mode || other.logger !== first.logger || other.coordinator !== first.coordinator;
+    if (imported.some(differs)) {
+      const coordinator = first.coordinator === undefined ? '' : ', coordinator: (the first one)';
       new Logger(LOGGER_CONTEXT).warn(
         `PeriodicModule is imported ${imported.length} times with different options; the first import's ` +
-          `apply: { mode: '${first.mode}', logger: ${first.logger} }`,
+          `apply: { mode: '${first.mode}', logger: ${first.logger}${coordinator} }`,
       );
     }
     return first;
@@ -223,6 +229,7 @@ function schedulerOptions(
     jobShutdown: options.jobShutdown,
     mode: options.mode ?? registry.mode,
     exclusive: options.exclusive,
+    coordinator: registry.coordinator,
     // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
     run: (context) => method[key](context),
   };

@@ -12,6 +12,7 @@ import { appOf, PeriodicExplorer } from './periodic.explorer.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
 import { checkOption, checkOptionsObject, type SchedulerMode } from './scheduler/options.js';
+import type { RedisCoordinator } from './scheduler/redis-coordinator.js';
 
 /** Options of `PeriodicModule.forRoot()`. */
 export interface PeriodicModuleOptions {
@@ -19,7 +20,13 @@ export interface PeriodicModuleOptions {
   mode?: SchedulerMode;
   /** Log every event but `nextTick` through Nest's `Logger`, context `Periodic`. @default true */
   logger?: boolean;
+  /** Shares the leases of `exclusive` jobs between the application's replicas. @default none */
+  coordinator?: RedisCoordinator;
 }
+
+/** The module's options, validated, with defaults filled in. */
+export type ResolvedModuleOptions = Required<Omit<PeriodicModuleOptions, 'coordinator'>> &
+  Pick<PeriodicModuleOptions, 'coordinator'>;
 
 /** Options of `PeriodicModule.forRootAsync()`: a factory of {@link PeriodicModuleOptions} and what it needs. */
 export interface PeriodicModuleAsyncOptions {
@@ -86,15 +93,16 @@ function definition(imports: NonNullable<ModuleMetadata['imports']>, options: Pr
   };
 }
 
-const MODULE_OPTIONS = ['mode', 'logger'];
+const MODULE_OPTIONS = ['mode', 'logger', 'coordinator'];
 
-function resolveModuleOptions(input: unknown, where: string): Required<PeriodicModuleOptions> {
+function resolveModuleOptions(input: unknown, where: string): ResolvedModuleOptions {
   if (input === undefined) input = {};
   checkOptionsObject(where, input, MODULE_OPTIONS, "{ mode: 'manual' }");
-  const { mode = 'auto', logger = true } = input as PeriodicModuleOptions;
+  const { mode = 'auto', logger = true, coordinator } = input as PeriodicModuleOptions;
   checkOption(where, 'mode', mode);
   if (typeof logger !== 'boolean') {
     throw new PeriodicConfigError(`${where}: "logger" must be true or false, got ${describeValue(logger)}`);
   }
-  return { mode, logger };
+  if (coordinator !== undefined) checkOption(where, 'coordinator', coordinator);
+  return { mode, logger, coordinator };
 }

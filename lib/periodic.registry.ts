@@ -1,8 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { PeriodicEvents } from './periodic.events.js';
 import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from './scheduler/errors.js';
-import { checkOption, nearest, type PeriodicOptions, type SchedulerMode } from './scheduler/options.js';
+import {
+  checkOption,
+  checkOptionsObject,
+  JOB_OPTION_NAMES,
+  nearest,
+  type PeriodicOptions,
+  type SchedulerMode,
+} from './scheduler/options.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+import type { RedisCoordinator } from './scheduler/redis-coordinator.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
 
 interface Entry {
@@ -23,6 +31,8 @@ export class PeriodicRegistry {
   private phase: 'created' | 'bootstrapped' | 'closing' = 'created';
   /** @internal The module's mode, taken by the jobs that do not set their own. */
   mode: SchedulerMode = 'auto';
+  /** @internal The module's coordinator, for exclusive jobs. */
+  coordinator: RedisCoordinator | undefined;
 
   constructor(private readonly events: PeriodicEvents) {}
 
@@ -68,11 +78,13 @@ export class PeriodicRegistry {
         `${where}: "name" and "run" are not options here; the name is the first argument, the job the second`,
       );
     }
+    // The engine's own check would accept `coordinator`, which is the module's to give.
+    checkOptionsObject(where, options, JOB_OPTION_NAMES, '{ every: 60_000 }');
     if (this.phase === 'closing') {
       throw new PeriodicConfigError(`${where}: the application is closing; no job can be added any more`);
     }
     const scheduler = new PeriodicScheduler(
-      { ...options, mode: options.mode ?? this.mode, name, run },
+      { ...options, mode: options.mode ?? this.mode, coordinator: this.coordinator, name, run },
       this.events,
       where,
     );

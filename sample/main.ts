@@ -2,6 +2,8 @@
 // overlap policies, a timeout and a run that honours its signal. The log says what happens, in the words of
 // the package's logger. Ctrl-C (or SIGTERM) closes the application gracefully: ticking stops, the runs in
 // flight see their signal aborted and end, the store disconnects after them, and the process exits.
+// With REDIS_URL set, it also has an exclusive job: start it in two terminals and one of them runs it; stop
+// that one and the other takes over.
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -12,7 +14,11 @@ async function bootstrap(): Promise<void> {
     logger: ['log', 'warn', 'error', 'debug'],
   });
   app.enableShutdownHooks();
-  new Logger('Sample').log('the jobs are running; press Ctrl-C to stop them gracefully');
+  const logger = new Logger('Sample');
+  logger.log('the jobs are running; press Ctrl-C to stop them gracefully');
+  if (process.env.REDIS_URL === undefined) {
+    logger.log('set REDIS_URL (e.g. redis://127.0.0.1:6379) and start two of me to see an exclusive job');
+  }
 }
 
 void bootstrap();

@@ -80,6 +80,7 @@ describe('the tarball', () => {
     expect([...outside].sort()).toEqual([
       '@nestjs/common',
       '@nestjs/core',
+      'node:crypto',
       'node:diagnostics_channel',
       'node:util',
     ]);

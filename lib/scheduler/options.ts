@@ -1,4 +1,5 @@
 import { describeValue, PeriodicConfigError } from './errors.js';
+import type { RedisCoordinator } from './redis-coordinator.js';
 import type { PeriodicContext } from './run.js';
 
 /** `regular`: `every` is start-to-start (fixed rate); `shifted`: from the end of a run to the next tick (fixed delay). */
@@ -45,6 +46,8 @@ export interface PeriodicSchedulerOptions extends Omit<PeriodicOptions, 'name' |
   run: (context: PeriodicContext) => unknown;
   /** Guard evaluated on every tick; a truthy result starts the job. @default none */
   when?: () => boolean | Promise<boolean>;
+  /** Shares the lease of an `exclusive` job between replicas; read only when `exclusive` is true. */
+  coordinator?: RedisCoordinator;
 }
 
 /** A job's options after validation, with every default filled in. */
@@ -103,11 +106,19 @@ const RULES = {
   mode: oneOf('auto', 'manual'),
   exclusive: { accepts: (v) => typeof v === 'boolean', expected: 'true or false' },
   run: { accepts: (v) => typeof v === 'function', expected: 'a function (the job)' },
+  coordinator: {
+    accepts: (v) => typeof (v as RedisCoordinator | undefined)?.lease === 'function',
+    expected:
+      'a RedisCoordinator, such as new RedisCoordinator({ client: new Redis(process.env.REDIS_URL) })',
+  },
 } satisfies Record<keyof PeriodicSchedulerOptions, Rule>;
 
 const OPTION_NAMES = Object.keys(RULES);
-/** The options of `@Periodic()` and `PeriodicRegistry.add()`: the engine's but `run`, which is the job itself. */
-export const JOB_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'run');
+/**
+ * The options of `@Periodic()` and `PeriodicRegistry.add()`: the engine's but `run`, which is the job itself,
+ * and `coordinator`, which is the module's.
+ */
+export const JOB_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'run' && name !== 'coordinator');
 const RULE_ENTRIES = Object.entries(RULES) as [keyof PeriodicSchedulerOptions, Rule][];
 
 /**

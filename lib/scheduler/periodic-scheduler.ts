@@ -7,6 +7,7 @@ import {
   resolveOptions,
   type ResolvedPeriodicOptions,
 } from './options.js';
+import type { Lease } from './lease.js';
 import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
 
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
@@ -17,9 +18,10 @@ type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
 /**
  * One scheduler runs one job: it ticks on a monotonic clock, evaluates the guard, applies the overlap
  * policy, starts runs, stops them on timeout or shutdown, and reports every step as an event. Plain
- * TypeScript: usable without Nest. It is the listener of its tick timer and the owner of its runs, through
- * two methods kept out of the published declarations; it does not declare those interfaces, which would name
- * members the declarations leave out.
+ * TypeScript: usable without Nest. An `exclusive` job starts runs only while this replica holds its lease.
+ * It is the listener of its tick timer, the owner of its runs and the holder of its lease, through methods
+ * kept out of the published declarations; it does not declare those interfaces, which would name members
+ * the declarations leave out.
  */
 export class PeriodicScheduler {
   /** The job's name. */
@@ -37,6 +39,8 @@ export class PeriodicScheduler {
   private guardPending = false;
   private stopped: Promise<void> | undefined;
   private drained: (() => void) | undefined;
+  /** Exclusive jobs: the lease this replica must hold to start a run. */
+  private readonly lease: Lease | undefined;
 
   /**
    * @param options the job's options with its `name` and the `run` function; invalid ones throw a
@@ -49,10 +53,14 @@ export class PeriodicScheduler {
     where ??= `job ${typeof name === 'string' && name !== '' ? JSON.stringify(name) : '(unnamed)'}`;
     this.options = resolveOptions(options, where);
     if (this.options.exclusive) {
-      throw new PeriodicConfigError(
-        `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and this ` +
-          'version of nestjs-periodic has none yet; remove "exclusive"',
-      );
+      if (options.coordinator === undefined) {
+        throw new PeriodicConfigError(
+          `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none was ` +
+            'given: pass PeriodicModule.forRoot({ coordinator: new RedisCoordinator({ client }) }) ' +
+            '(or { coordinator } to the scheduler), or remove "exclusive"',
+        );
+      }
+      this.lease = options.coordinator.lease(this.options.name, this);
     }
     if (events !== undefined && typeof events !== 'function' && typeof events?.emit !== 'function') {
       throw new PeriodicConfigError(
@@ -83,23 +91,30 @@ export class PeriodicScheduler {
       );
     }
     this.status = 'ticking';
+    this.lease?.start();
     this.armNext(this.options.initialDelay);
   }
 
   /**
    * Stops ticking, stops every run (`'shutdown'`, grace `jobShutdown`) and resolves once each has settled
-   * or been abandoned. Idempotent: every call returns the same promise.
+   * or been abandoned, and a lease this replica holds has been released. Idempotent: every call returns the
+   * same promise.
    */
   stop(): Promise<void> {
     if (this.stopped === undefined) {
       this.status = 'stopped';
       this.timer?.cancel();
+      // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
+      this.lease?.retire();
+      let drained: Promise<void>;
       if (this.runs.size === 0) {
-        this.stopped = Promise.resolve();
+        drained = Promise.resolve();
       } else {
-        this.stopped = new Promise((resolve) => (this.drained = resolve));
+        drained = new Promise((resolve) => (this.drained = resolve));
         for (const run of [...this.runs]) run.stop('shutdown');
       }
+      const { lease } = this;
+      this.stopped = lease === undefined ? drained : drained.then(() => lease.release());
     }
     return this.stopped;
   }
@@ -171,6 +186,8 @@ export class PeriodicScheduler {
   /** Evaluates the guard, then starts a run. Stays synchronous unless the guard returns a promise. */
   private handleTick(scheduledAt: number, waiter: Run['waiter']): Run | undefined | Promise<Run | undefined> {
     if (this.status !== 'ticking') return undefined;
+    // Without the lease a tick starts nothing: no guard, no event.
+    if (this.lease?.held === false) return this.noRun();
     const guard = this.options.when;
     if (guard === undefined) return this.startRun(scheduledAt, waiter);
     if (this.guardPending) {
@@ -200,6 +217,8 @@ export class PeriodicScheduler {
   /** Applies the overlap policy, then starts a run. */
   private startRun(scheduledAt: number, waiter: Run['waiter']): Run | undefined {
     if (this.status !== 'ticking') return undefined;
+    // The lease may have been lost while the guard was pending.
+    if (this.lease?.held === false) return this.noRun();
     if (this.runs.size > 0 && this.options.onOverlap !== 'run') {
       if (this.options.onOverlap === 'ignore') {
         if (this.listens('skipped')) {
@@ -217,7 +236,7 @@ export class PeriodicScheduler {
       // An abort listener of the stopped run may have stopped this scheduler.
       if (this.status !== 'ticking') return undefined;
     }
-    const run = new Run(this.options, ++this.lastJobId, scheduledAt, this);
+    const run = new Run(this.options, ++this.lastJobId, scheduledAt, this, this.lease?.fencingToken);
     run.waiter = waiter;
     this.runs.add(run);
     if (this.listens('started')) {
@@ -255,6 +274,17 @@ export class PeriodicScheduler {
       run.waiter?.(outcome);
     }
     if (this.runs.size === 0) this.drained?.();
+  }
+
+  /** @internal This replica now holds the job's lease. */
+  leaseAcquired(fencingToken: number): void {
+    if (this.listens('leaseAcquired')) this.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
+  }
+
+  /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
+  leaseLost(reason: string): void {
+    if (this.listens('leaseLost')) this.emit({ type: 'leaseLost', name: this.name, reason });
+    for (const run of [...this.runs]) run.stop('leaseLost');
   }
 
   /** Arms the next tick `delay` ms from now (first tick, shifted mode); manual mode only reports it. */

@@ -60,6 +60,7 @@ class RunContext implements PeriodicContext {
     readonly jobId: number,
     readonly scheduledAt: number,
     readonly startedAt: number,
+    readonly fencingToken: number | undefined,
   ) {
     this.#run = run;
   }
@@ -91,8 +92,9 @@ export class Run implements DeadlineListener {
     jobId: number,
     scheduledAt: number,
     private readonly owner: RunOwner,
+    fencingToken?: number,
   ) {
-    this.context = new RunContext(this, options.name, jobId, scheduledAt, now());
+    this.context = new RunContext(this, options.name, jobId, scheduledAt, now(), fencingToken);
   }
 
   /** The run's signal, aborted already if the run was stopped before it first asked. */

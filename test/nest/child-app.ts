@@ -47,10 +47,10 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function startNode(script: string): Child {
+export function startNode(script: string, env: Record<string, string> = {}): Child {
   const child = spawn(process.execPath, [script], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NO_COLOR: '1' },
+    env: { ...process.env, NO_COLOR: '1', ...env },
   });
   const lines: string[] = [];
   const matches = (line: string, wanted: string | RegExp) =>

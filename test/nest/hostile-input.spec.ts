@@ -8,6 +8,8 @@ import {
   PeriodicModule,
   type PeriodicModuleOptions,
   type PeriodicOptions,
+  RedisCoordinator,
+  type RedisCoordinatorOptions,
 } from '../../lib/index.js';
 import { useApps } from './helpers.js';
 
@@ -108,7 +110,18 @@ const optionCases: [string, unknown, string, RegExp][] = [
     '"exclusive"',
     /must be true or false, got "yes"/,
   ],
-  ['exclusive without a coordinator', { every: 1000, exclusive: true }, '"exclusive"', /remove "exclusive"/],
+  [
+    'exclusive without a coordinator',
+    { every: 1000, exclusive: true },
+    '"exclusive"',
+    /pass PeriodicModule\.forRoot\(\{ coordinator: new RedisCoordinator\(\{ client \}\) \}\).*or remove "exclusive"/,
+  ],
+  [
+    'a coordinator as a job option',
+    { every: 1000, exclusive: true, coordinator: {} },
+    '"coordinator"',
+    /unknown option "coordinator"/,
+  ],
   ['an unknown option', { every: 1000, on_overlap: 'ignore' }, '"on_overlap"', /did you mean "onOverlap"\?/],
   ['a misspelt option', { every: 1000, intervall: 5 }, '"intervall"', /The options are: every, name/],
   ['run as an option', { every: 1000, run: () => undefined }, '"run"', /the decorated method is the job/],
@@ -251,6 +264,11 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     [{ mode: 'sometimes' }, `PeriodicModule.forRoot(): "mode" must be 'auto' or 'manual', got "sometimes"`],
     [{ logger: 'yes' }, 'PeriodicModule.forRoot(): "logger" must be true or false, got "yes"'],
     [{ mdoe: 'manual' }, 'PeriodicModule.forRoot(): unknown option "mdoe"; did you mean "mode"?'],
+    [
+      { coordinator: { client: {} } },
+      'PeriodicModule.forRoot(): "coordinator" must be a RedisCoordinator, such as new RedisCoordinator({ ' +
+        'client: new Redis(process.env.REDIS_URL) }), got { client: {} }',
+    ],
     [42, "PeriodicModule.forRoot(): the options must be an object such as { mode: 'manual' }, got 42"],
     [
       'manual',
@@ -260,6 +278,52 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     const forRoot = () => PeriodicModule.forRoot(options as PeriodicModuleOptions);
     expect(forRoot).toThrow(PeriodicConfigError);
     expect(forRoot).toThrow(message);
+  });
+
+  const client = { eval: async () => 0, evalsha: async () => 0 };
+  const NEW = 'new RedisCoordinator(): ';
+
+  it.each<[string, unknown, string]>([
+    [
+      'no options',
+      undefined,
+      `${NEW}the options must be an object such as { client: new Redis(process.env.REDIS_URL) }, got undefined`,
+    ],
+    [
+      'no client',
+      {},
+      `${NEW}"client" must be an ioredis client, such as new Redis(process.env.REDIS_URL), got undefined`,
+    ],
+    [
+      'a URL for a client',
+      { client: 'redis://127.0.0.1:6379' },
+      `${NEW}"client" must be an ioredis client, such as new Redis(process.env.REDIS_URL), got "redis://127.0.0.1:6379"`,
+    ],
+    [
+      'a lease too short',
+      { client, leaseMs: 50 },
+      `${NEW}"leaseMs" must be an integer number of milliseconds ≥ 100, got 50; a lease is renewed every leaseMs / 3`,
+    ],
+    [
+      'a fractional lease',
+      { client, leaseMs: 1000.5 },
+      `${NEW}"leaseMs" must be an integer number of milliseconds`,
+    ],
+    [
+      'a lease in a string',
+      { client, leaseMs: '10s' },
+      `${NEW}"leaseMs" must be an integer number of milliseconds`,
+    ],
+    [
+      'a keyPrefix not a string',
+      { client, keyPrefix: 7 },
+      `${NEW}"keyPrefix" must be a string such as 'periodic:', got 7`,
+    ],
+    ['an unknown option', { client, lease: 1000 }, `${NEW}unknown option "lease"; did you mean "leaseMs"?`],
+  ])('new RedisCoordinator() with %s', (_, options, message) => {
+    const create = () => new RedisCoordinator(options as RedisCoordinatorOptions);
+    expect(create).toThrow(PeriodicConfigError);
+    expect(create).toThrow(message);
   });
 
   @Injectable()
@@ -311,6 +375,13 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
       'run',
       { every: 1000 },
       'PeriodicRegistry.add("added"): the job must be a function, called with the run\'s context, got "run"',
+    ],
+    [
+      'a coordinator in the options',
+      'added',
+      () => undefined,
+      { every: 1000, exclusive: true, coordinator: new RedisCoordinator({ client }) },
+      'PeriodicRegistry.add("added"): unknown option "coordinator"',
     ],
     [
       'no options',

@@ -160,7 +160,7 @@ describe('unknown keys are refused', () => {
   it('names the key, suggests the option meant and lists the options', () => {
     expect(errorOf({ every: 10, onOverlapp: 'ignore' }).message).toBe(
       'job "job": unknown option "onOverlapp"; did you mean "onOverlap"? The options are: every, name, ' +
-        'initialDelay, delayMode, when, onOverlap, timeout, jobShutdown, mode, exclusive, run.',
+        'initialDelay, delayMode, when, onOverlap, timeout, jobShutdown, mode, exclusive, run, coordinator.',
     );
   });
 
@@ -182,7 +182,8 @@ describe('exclusive', () => {
   it('exclusive: true without a coordinator is refused, naming the fix', () => {
     expect(errorOf({ every: 10, exclusive: true }, '@Periodic() on Report.send').message).toBe(
       '@Periodic() on Report.send: "exclusive" needs a coordinator to share the job\'s lease between replicas, ' +
-        'and this version of nestjs-periodic has none yet; remove "exclusive"',
+        'and none was given: pass PeriodicModule.forRoot({ coordinator: new RedisCoordinator({ client }) }) ' +
+        '(or { coordinator } to the scheduler), or remove "exclusive"',
     );
   });
 });

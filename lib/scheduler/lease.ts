@@ -1,0 +1,170 @@
+import { randomUUID } from 'node:crypto';
+import { DeadlineTimer, now } from './clock.js';
+
+/** Where leases are kept (Redis, in `RedisCoordinator`); each call is one atomic step there. */
+export interface LeaseStore {
+  /** How long a lease lasts from the moment it is taken or renewed, in ms. */
+  readonly leaseMs: number;
+  /** Takes the lease for `token` unless someone holds it: the new fencing token, or 0 when it is held. */
+  acquire(name: string, token: string): Promise<number>;
+  /** Extends the lease by `leaseMs` if `token` still holds it; false if it does not. */
+  renew(name: string, token: string): Promise<boolean>;
+  /** Deletes the lease if `token` still holds it. */
+  release(name: string, token: string): Promise<boolean>;
+}
+
+/** Told when the lease is taken and when it is lost; a lease released on purpose is not "lost". */
+export interface LeaseHolder {
+  leaseAcquired(fencingToken: number): void;
+  leaseLost(reason: string): void;
+}
+
+/**
+ * One job's lease as one replica sees it. It tries to acquire the lease every `leaseMs / 3`, with jitter, and
+ * renews it every `leaseMs / 3` while it holds it. It counts the lease valid until `sent + leaseMs − margin`
+ * on its own monotonic clock, `sent` being read before the command that took or renewed it went out, so it
+ * stops holding before Redis lets the key expire. One command is in flight at a time. Whether the lease is
+ * held is answered from memory: ticks make no round trip.
+ */
+export class Lease {
+  /** The fencing token of the current holding; 0 while the lease is not held. */
+  fencingToken = 0;
+  private token = '';
+  private validUntil = 0;
+  /** `retired`: acquires no more, renews what it holds until released. `released`: done. */
+  private phase: 'competing' | 'retired' | 'released' = 'competing';
+  private inFlight = false;
+  /** The next acquire or renew. */
+  private readonly step = new DeadlineTimer({ onDeadline: () => this.nextStep() });
+  private readonly expiry = new DeadlineTimer({
+    onDeadline: () => this.lose('no renewal succeeded before the lease ran out'),
+  });
+  private readonly interval: number;
+  private readonly margin: number;
+
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly name: string,
+    private readonly holder: LeaseHolder,
+  ) {
+    this.interval = store.leaseMs / 3;
+    this.margin = store.leaseMs / 10;
+  }
+
+  /** Whether this replica holds the lease now: acquired, and not yet past its validity. */
+  get held(): boolean {
+    return this.fencingToken !== 0 && now() < this.validUntil;
+  }
+
+  /** Tries to acquire the lease at once, and keeps at it. */
+  start(): void {
+    this.nextStep();
+  }
+
+  /** Acquires no more; a lease held now is still renewed, until `release()`. */
+  retire(): void {
+    if (this.phase === 'competing') this.phase = 'retired';
+    if (this.fencingToken === 0) this.step.cancel();
+  }
+
+  /**
+   * Stops for good and deletes the lease in Redis if it is held, so that another replica takes over without
+   * waiting for it to expire. Resolves when Redis has answered, or after `leaseMs / 3` if it does not.
+   */
+  release(): Promise<void> {
+    this.phase = 'released';
+    this.step.cancel();
+    this.expiry.cancel();
+    if (this.fencingToken === 0) return Promise.resolve();
+    this.fencingToken = 0;
+    const released = this.store.release(this.name, this.token);
+    return new Promise((resolve) => {
+      const timer = new DeadlineTimer({ onDeadline: resolve });
+      timer.armAt(now() + this.interval);
+      // A failed release was reported by the store; the lease then expires by itself.
+      const done = () => {
+        timer.cancel();
+        resolve();
+      };
+      released.then(done, done);
+    });
+  }
+
+  private nextStep(): void {
+    if (this.phase === 'released') return;
+    // A command still out (Redis slow or away) is waited for; the expiry timer ends a holding meanwhile.
+    if (this.inFlight) return this.retry();
+    if (this.fencingToken !== 0) this.renew();
+    else if (this.phase === 'competing') this.acquire();
+  }
+
+  private acquire(): void {
+    const token = randomUUID();
+    const sent = now();
+    this.inFlight = true;
+    this.store.acquire(this.name, token).then(
+      (fencingToken) => {
+        this.inFlight = false;
+        if (fencingToken === 0) return this.retry();
+        if (this.phase !== 'competing' || now() >= sent + this.store.leaseMs - this.margin) {
+          // Taken after this replica stopped competing, or answered too late to be trusted: given back.
+          this.store.release(this.name, token).catch(() => undefined);
+          return this.retry();
+        }
+        this.token = token;
+        this.fencingToken = fencingToken;
+        this.hold(sent);
+        this.holder.leaseAcquired(fencingToken);
+      },
+      () => {
+        this.inFlight = false;
+        this.retry();
+      },
+    );
+  }
+
+  private renew(): void {
+    const { token } = this;
+    const sent = now();
+    this.inFlight = true;
+    this.store.renew(this.name, token).then(
+      (renewed) => {
+        this.inFlight = false;
+        if (!this.holds(token)) return;
+        if (renewed) this.hold(sent);
+        else this.lose('Redis refused the renewal: the lease had expired or another replica holds it');
+      },
+      (error: unknown) => {
+        this.inFlight = false;
+        if (this.holds(token))
+          this.lose(`the renewal failed: ${error instanceof Error ? error.message : error}`);
+      },
+    );
+  }
+
+  /** Whether the holding that `token` started is still the current one. */
+  private holds(token: string): boolean {
+    return this.fencingToken !== 0 && this.token === token;
+  }
+
+  private hold(sent: number): void {
+    this.validUntil = sent + this.store.leaseMs - this.margin;
+    this.expiry.armAt(this.validUntil);
+    this.step.armAt(sent + this.interval);
+  }
+
+  private lose(reason: string): void {
+    if (this.fencingToken === 0) return;
+    this.fencingToken = 0;
+    this.expiry.cancel();
+    this.step.cancel();
+    this.holder.leaseLost(reason);
+    this.retry();
+  }
+
+  /** The next acquire comes between 0.7 and 0.95 of `leaseMs / 3` from now, so replicas spread out. */
+  private retry(): void {
+    if (this.phase !== 'competing' && this.fencingToken === 0) return;
+    this.step.armAt(now() + this.interval * (0.7 + 0.25 * Math.random()));
+  }
+}
