@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DeadlineTimer, now } from './clock.js';
+import { describeValue } from './errors.js';
 
 /** Where leases are kept (Redis, in `RedisCoordinator`); each call is one atomic step there. */
 export interface LeaseStore {
@@ -136,8 +137,8 @@ export class Lease {
       },
       (error: unknown) => {
         this.inFlight = false;
-        if (this.holds(token))
-          this.lose(`the renewal failed: ${error instanceof Error ? error.message : error}`);
+        if (!this.holds(token)) return;
+        this.lose(`the renewal failed: ${error instanceof Error ? error.message : describeValue(error)}`);
       },
     );
   }

@@ -94,18 +94,17 @@ export class RedisCoordinator {
     this.#client = client;
     this.keyPrefix = keyPrefix;
     this.leaseMs = leaseMs;
-    const script = (source: string, keys: number) => this.#script(source, keys);
-    const acquire = script(ACQUIRE, 2);
-    const renew = script(RENEW, 1);
-    const release = script(RELEASE, 1);
+    const acquire = this.#script(ACQUIRE, 2);
+    const renew = this.#script(RENEW, 1);
+    const release = this.#script(RELEASE, 1);
     this.store = {
       leaseMs,
       acquire: (name, token) =>
-        this.#call('acquiring', name, acquire(this.keyPrefix + name, keyPrefix, token, leaseMs, name)),
+        this.#call('acquiring', name, acquire(keyPrefix + name, keyPrefix, token, leaseMs, name)),
       renew: async (name, token) =>
-        (await this.#call('renewing', name, renew(this.keyPrefix + name, token, leaseMs))) === 1,
+        (await this.#call('renewing', name, renew(keyPrefix + name, token, leaseMs))) === 1,
       release: async (name, token) =>
-        (await this.#call('releasing', name, release(this.keyPrefix + name, token))) === 1,
+        (await this.#call('releasing', name, release(keyPrefix + name, token))) === 1,
     };
   }
 

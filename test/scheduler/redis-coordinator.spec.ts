@@ -6,20 +6,21 @@ import { EventLog, flush, useFakeTimers } from './helpers.js';
 
 useFakeTimers();
 
-/** Answers every script as Redis would for a free lease, or fails like an unreachable server. */
+/** Answers every script as Redis would for a lease no one else wants, or fails like an unreachable server. */
 class FlakyClient implements RedisClient {
   down = true;
   calls = 0;
   private fencing = 0;
 
-  eval(): Promise<unknown> {
-    return this.evalsha();
+  eval(script: string, keys: number): Promise<unknown> {
+    return this.evalsha(script, keys);
   }
 
-  evalsha(): Promise<unknown> {
+  /** Acquire, the one script with two keys, gets the next fencing token; renew and release succeed. */
+  evalsha(_sha1: string, keys: number): Promise<unknown> {
     this.calls++;
     if (this.down) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
-    return Promise.resolve(++this.fencing);
+    return Promise.resolve(keys === 2 ? ++this.fencing : 1);
   }
 }
 
@@ -61,7 +62,9 @@ describe('failures of Redis', () => {
       ['Redis answers again: exclusive jobs run again once they hold their lease'],
     ]);
     expect(events.of('leaseAcquired')).toHaveLength(1);
-    await jest.advanceTimersByTimeAsync(300);
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(events.of('leaseAcquired')).toHaveLength(1);
+    expect(events.of('leaseLost')).toEqual([]);
     expect(events.of('started').length).toBeGreaterThan(0);
     expect(log.log).toHaveBeenCalledTimes(1);
   });
