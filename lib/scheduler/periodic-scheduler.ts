@@ -205,7 +205,8 @@ export class PeriodicScheduler {
     return Promise.resolve(verdict).then(
       (passed) => {
         this.guardPending = false;
-        return passed ? this.startRun(scheduledAt, waiter) : this.noRun();
+        // The lease may have been lost while the guard was pending.
+        return passed && this.lease?.held !== false ? this.startRun(scheduledAt, waiter) : this.noRun();
       },
       (error: unknown) => {
         this.guardPending = false;
@@ -217,8 +218,6 @@ export class PeriodicScheduler {
   /** Applies the overlap policy, then starts a run. */
   private startRun(scheduledAt: number, waiter: Run['waiter']): Run | undefined {
     if (this.status !== 'ticking') return undefined;
-    // The lease may have been lost while the guard was pending.
-    if (this.lease?.held === false) return this.noRun();
     if (this.runs.size > 0 && this.options.onOverlap !== 'run') {
       if (this.options.onOverlap === 'ignore') {
         if (this.listens('skipped')) {
