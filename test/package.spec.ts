@@ -82,6 +82,7 @@ describe('the tarball', () => {
       '@nestjs/core',
       'node:crypto',
       'node:diagnostics_channel',
+      'node:timers',
       'node:util',
     ]);
   });

@@ -1,3 +1,5 @@
+import { clearTimeout as nodeClearTimeout, setTimeout as nodeSetTimeout } from 'node:timers';
+
 /**
  * Monotonic time in milliseconds. Reads the global `performance` at each call: Jest's fake timers replace
  * `globalThis.performance`, not the object exported by `node:perf_hooks`.
@@ -15,17 +17,21 @@ export interface DeadlineListener {
 }
 
 /**
- * Calls its listener once `now()` has reached the deadline, never before. A deadline timer costs no Node
- * timer of its own: all of them share one, aimed at the earliest deadline (see {@link SharedTimer}).
+ * Calls its listener once `now()` has reached the deadline, never before. On Node's own timers a deadline
+ * timer costs no Node timer of its own: all of them share one, aimed at the earliest deadline (see
+ * {@link SharedTimer}). Under a test's fake timers (any `setTimeout` that is not Node's) each deadline timer
+ * has a timer of its own, so that the fakes' helpers (`getTimerCount`, `runOnlyPendingTimers`,
+ * `advanceTimersToNextTimer`) see one timer per armed deadline, as they would with plain `setTimeout`.
  */
 export class DeadlineTimer {
   /** On the `now()` timeline. */
   deadline = 0;
   /** Orders timers of the same deadline by when they were armed, as Node orders its own timers. */
   sequence = 0;
-  /** Its place in its shared timer's heap; -1 when not armed, -2 while due and about to be called. */
+  /** Its place in the shared timer's heap; -1 when not in it, -2 while due and about to be called. */
   index = -1;
-  private shared: SharedTimer | undefined;
+  /** Under fake timers: the fake timer armed for this deadline. */
+  private own: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly listener: DeadlineListener) {}
 
@@ -33,22 +39,47 @@ export class DeadlineTimer {
   armAt(deadline: number): void {
     this.cancel();
     this.deadline = deadline;
-    this.shared = sharedTimerOf(globalThis.setTimeout, globalThis.clearTimeout);
-    this.shared.add(this);
+    if (globalThis.setTimeout === nodeSetTimeout) (shared ??= new SharedTimer()).add(this);
+    else this.own = globalThis.setTimeout(fireOwn, delayUntil(deadline), this);
   }
 
   cancel(): void {
-    if (this.index >= 0) this.shared!.remove(this);
+    if (this.index >= 0) shared!.remove(this);
     // -2: taken from the heap as due, its call still to come; now it will not come.
     this.index = -1;
+    if (this.own !== undefined) {
+      globalThis.clearTimeout(this.own);
+      this.own = undefined;
+    }
+  }
+
+  /** @internal Its own timer fired: early (then it is armed again for the rest), or at the deadline. */
+  ownTimerFired(): void {
+    this.own = undefined;
+    if (now() < this.deadline) this.own = globalThis.setTimeout(fireOwn, delayUntil(this.deadline), this);
+    else this.listener.onDeadline();
   }
 }
 
+/** A module function, handed the timer as the callback's argument, so that arming allocates no closure. */
+function fireOwn(timer: DeadlineTimer): void {
+  timer.ownTimerFired();
+}
+
 /**
- * The deadline timers armed through one `setTimeout` (the real one, or a test's fake one) in a binary heap,
- * with one Node timer for the earliest. Node timers have whole-millisecond steps and may fire up to 1 ms
- * early; the wait is rounded to the nearest millisecond, and a timer that fires before the earliest deadline
- * is simply armed again, so no deadline is ever met early. Waits past {@link MAX_TIMER_DELAY} are chunked.
+ * The delay to give a Node timer for `deadline`. Node timers have whole-millisecond steps and may fire up to
+ * 1 ms early, so the wait is rounded to the nearest millisecond and a timer that fires early is armed again;
+ * waits past {@link MAX_TIMER_DELAY} are chunked the same way.
+ */
+function delayUntil(deadline: number): number {
+  const wait = deadline - now();
+  return wait <= 0 ? 0 : Math.min(Math.max(Math.round(wait), 1), MAX_TIMER_DELAY);
+}
+
+/**
+ * Every deadline timer armed on Node's own timers, in a binary heap, with one Node timer for the earliest: a
+ * Node timer per job would cost a `Timeout` object and a timer list entry each. A Node timer that fires before
+ * the earliest deadline is simply armed again, so no deadline is ever met early.
  */
 class SharedTimer {
   private readonly heap: DeadlineTimer[] = [];
@@ -58,11 +89,6 @@ class SharedTimer {
   private armed = 0;
   /** While due timers are being called, the Node timer is aimed once, at the end. */
   private firing = false;
-
-  constructor(
-    private readonly setTimer: typeof setTimeout,
-    private readonly clearTimer: typeof clearTimeout,
-  ) {}
 
   get size(): number {
     return this.heap.length;
@@ -93,15 +119,13 @@ class SharedTimer {
 
   /** Aims the Node timer at the earliest deadline, or stops it when no timer is armed. */
   private arm(): void {
-    if (this.handle !== undefined) this.clearTimer(this.handle);
+    if (this.handle !== undefined) nodeClearTimeout(this.handle);
     this.handle = undefined;
     this.aim = Infinity;
     const first = this.heap[0];
     if (first === undefined) return;
     this.aim = first.deadline;
-    const wait = first.deadline - now();
-    const delay = wait <= 0 ? 0 : Math.min(Math.max(Math.round(wait), 1), MAX_TIMER_DELAY);
-    this.handle = this.setTimer(this.fire, delay);
+    this.handle = nodeSetTimeout(this.fire, delayUntil(first.deadline));
   }
 
   private readonly fire = (): void => {
@@ -166,21 +190,10 @@ class SharedTimer {
   }
 }
 
-/** How many deadline timers are armed through the current `setTimeout`: for tests. */
+/** The shared timer of the process: made when the first deadline is armed on Node's own timers. */
+let shared: SharedTimer | undefined;
+
+/** How many deadline timers are armed on Node's own timers: for tests on real timers. */
 export function armedDeadlines(): number {
-  return sharedTimerOf(globalThis.setTimeout, globalThis.clearTimeout).size;
-}
-
-/** One shared timer per `setTimeout`, so that a test's fake timers never share a Node timer with real ones. */
-const sharedTimers = new WeakMap<typeof setTimeout, SharedTimer>();
-let lastSetTimer: typeof setTimeout | undefined;
-let lastShared: SharedTimer | undefined;
-
-function sharedTimerOf(setTimer: typeof setTimeout, clearTimer: typeof clearTimeout): SharedTimer {
-  if (setTimer === lastSetTimer) return lastShared!;
-  let shared = sharedTimers.get(setTimer);
-  if (shared === undefined) sharedTimers.set(setTimer, (shared = new SharedTimer(setTimer, clearTimer)));
-  lastSetTimer = setTimer;
-  lastShared = shared;
-  return shared;
+  return shared?.size ?? 0;
 }

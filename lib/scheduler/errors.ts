@@ -38,3 +38,8 @@ export function describeValue(value: unknown): string {
   const text = inspect(value, { depth: 1, breakLength: Infinity });
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
+
+/** What a thrown value says, set inside a sentence: an error's message without its final period, else the value. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message.replace(/\.+$/, '') : describeValue(error);
+}

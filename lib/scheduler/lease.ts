@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DeadlineTimer, now } from './clock.js';
-import { describeValue } from './errors.js';
+import { messageOf } from './errors.js';
 
 /** Where leases are kept (Redis, in `RedisCoordinator`); each call is one atomic step there. */
 export interface LeaseStore {
@@ -138,7 +138,7 @@ export class Lease {
       (error: unknown) => {
         this.inFlight = false;
         if (!this.holds(token)) return;
-        this.lose(`the renewal failed: ${error instanceof Error ? error.message : describeValue(error)}`);
+        this.lose(`the renewal failed: ${messageOf(error)}`);
       },
     );
   }

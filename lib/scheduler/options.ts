@@ -1,4 +1,4 @@
-import { describeValue, PeriodicConfigError } from './errors.js';
+import { describeValue, messageOf, PeriodicConfigError } from './errors.js';
 import type { RedisCoordinator } from './redis-coordinator.js';
 import type { PeriodicContext } from './run.js';
 
@@ -126,49 +126,72 @@ const RULE_ENTRIES = Object.entries(RULES) as [keyof PeriodicSchedulerOptions, R
  * `@Periodic() on Cleanup.purge`. Throws a {@link PeriodicConfigError} at the first invalid or unknown option.
  */
 export function resolveOptions(input: PeriodicSchedulerOptions, where: string): ResolvedPeriodicOptions {
-  checkOptionsObject(where, input, OPTION_NAMES, '{ every: 60_000 }');
+  const given = readOptions(
+    where,
+    input,
+    OPTION_NAMES,
+    '{ every: 60_000 }',
+  ) as Partial<PeriodicSchedulerOptions>;
   for (const [key, rule] of RULE_ENTRIES) {
-    const value = input[key];
+    const value = given[key];
     const required = key === 'every' || key === 'name' || key === 'run';
     if ((value !== undefined || required) && !rule.accepts(value)) throw invalid(where, key, value, rule);
   }
+  const every = given.every!;
   return {
-    name: input.name,
-    every: input.every,
-    initialDelay: input.initialDelay ?? input.every,
-    delayMode: input.delayMode ?? 'regular',
-    when: input.when,
-    onOverlap: input.onOverlap ?? 'run',
-    timeout: input.timeout ?? Infinity,
-    jobShutdown: input.jobShutdown ?? 5000,
-    mode: input.mode ?? 'auto',
-    exclusive: input.exclusive ?? false,
+    name: given.name!,
+    every,
+    initialDelay: given.initialDelay ?? every,
+    delayMode: given.delayMode ?? 'regular',
+    when: given.when,
+    onOverlap: given.onOverlap ?? 'run',
+    timeout: given.timeout ?? Infinity,
+    jobShutdown: given.jobShutdown ?? 5000,
+    mode: given.mode ?? 'auto',
+    exclusive: given.exclusive ?? false,
   };
 }
 
 /**
- * Throws a {@link PeriodicConfigError} unless `input` is an object whose keys are all among `names`; a key
- * that is not gets the nearest name as a suggestion. `example` shows a valid object in the message.
+ * Reads the options `names` from `input` into a plain object, once each. The rule is the same wherever options
+ * are given: they are read as properties, so inherited ones count, and every enumerable key, own or
+ * inherited, must be one of `names` (the nearest is suggested for a typo). A getter that throws is a
+ * {@link PeriodicConfigError} naming the option. `example` shows a valid object in messages.
  */
-export function checkOptionsObject(
+export function readOptions(
   where: string,
   input: unknown,
   names: readonly string[],
   example: string,
-): asserts input is object {
+): Record<string, unknown> {
   if (typeof input !== 'object' || input === null) {
     throw new PeriodicConfigError(
       `${where}: the options must be an object such as ${example}, got ${describeValue(input)}`,
     );
   }
   for (const key in input) {
-    if (!Object.hasOwn(input, key) || names.includes(key)) continue;
+    if (names.includes(key)) continue;
     const hint = nearest(key, names);
     throw new PeriodicConfigError(
-      `${where}: unknown option "${key}"${hint === undefined ? '' : `; did you mean "${hint}"?`}` +
+      `${where}: unknown option "${key}"${hint === undefined ? '.' : `; did you mean "${hint}"?`}` +
         ` The options are: ${names.join(', ')}.`,
     );
   }
+  const options: Record<string, unknown> = {};
+  for (const key of names) {
+    let value: unknown;
+    try {
+      value = (input as Record<string, unknown>)[key];
+    } catch (error) {
+      throw new PeriodicConfigError(
+        `${where}: reading option "${key}" threw: ${messageOf(error)}; ` +
+          'pass plain values (a getter that throws cannot be read)',
+        { cause: error },
+      );
+    }
+    if (value !== undefined) options[key] = value;
+  }
+  return options;
 }
 
 /** Throws a {@link PeriodicConfigError} when `value` is not one that option `key` accepts. */

@@ -102,10 +102,7 @@ export class PeriodicScheduler {
    */
   stop(): Promise<void> {
     if (this.stopped === undefined) {
-      this.status = 'stopped';
-      this.timer?.cancel();
-      // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
-      this.lease?.retire();
+      this.halt();
       let drained: Promise<void>;
       if (this.runs.size === 0) {
         drained = Promise.resolve();
@@ -117,6 +114,18 @@ export class PeriodicScheduler {
       this.stopped = lease === undefined ? drained : drained.then(() => lease.release());
     }
     return this.stopped;
+  }
+
+  /**
+   * @internal Stops ticking for good: no tick starts anything any more, while the runs in flight go on until
+   * `stop()`. An application that begins to close halts every job at once, and drains each in its turn.
+   */
+  halt(): void {
+    if (this.status === 'stopped') return;
+    this.status = 'stopped';
+    this.timer?.cancel();
+    // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
+    this.lease?.retire();
   }
 
   /** Manual mode: performs one tick; resolves once the guard has been evaluated and the run, if any, started. */
@@ -165,7 +174,12 @@ export class PeriodicScheduler {
       const missed = Math.floor((now() - scheduledAt) / every);
       if (missed > 0) {
         scheduledAt += missed * every;
-        if (this.listens('missed')) this.emit({ type: 'missed', name: this.name, count: missed });
+        // A replica without the lease reports nothing of the job but its next tick.
+        if (this.lease?.held !== false && this.listens('missed')) {
+          this.emit({ type: 'missed', name: this.name, count: missed });
+          // A listener may have stopped the scheduler (or removed the job): then nothing is armed again.
+          if (this.status !== 'ticking') return;
+        }
       }
       // The next deadline comes from this one, not from the clock, so the grid never drifts.
       this.deadline = scheduledAt + every;

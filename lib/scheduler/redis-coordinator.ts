@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { now } from './clock.js';
-import { describeValue, PeriodicConfigError } from './errors.js';
+import { describeValue, messageOf, PeriodicConfigError } from './errors.js';
 import { Lease, type LeaseHolder, type LeaseStore } from './lease.js';
-import { checkOptionsObject } from './options.js';
+import { readOptions } from './options.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */
 export interface RedisClient {
@@ -72,8 +72,8 @@ export class RedisCoordinator {
 
   constructor(options: RedisCoordinatorOptions) {
     const where = 'new RedisCoordinator()';
-    checkOptionsObject(where, options, OPTION_NAMES, '{ client: new Redis(process.env.REDIS_URL) }');
-    const { client, keyPrefix = 'periodic:', leaseMs = 10_000 } = options;
+    const given = readOptions(where, options, OPTION_NAMES, '{ client: new Redis(process.env.REDIS_URL) }');
+    const { client, keyPrefix = 'periodic:', leaseMs = 10_000 } = given as Partial<RedisCoordinatorOptions>;
     if (typeof client?.eval !== 'function' || typeof client?.evalsha !== 'function') {
       throw new PeriodicConfigError(
         `${where}: "client" must be an ioredis client, such as new Redis(process.env.REDIS_URL), got ` +
@@ -148,9 +148,8 @@ export class RedisCoordinator {
       return;
     }
     const more = this.#unreported === 0 ? '' : ` (${this.#unreported} more failed since the last report)`;
-    const message = error instanceof Error ? error.message : describeValue(error);
     this.log.error(
-      `Redis failed while ${what}: ${message}${more}. Exclusive jobs start no run until their lease is ` +
+      `Redis failed while ${what}: ${messageOf(error)}${more}. Exclusive jobs start no run until their lease is ` +
         `held again; the next report comes in ${this.leaseMs}ms at the earliest`,
     );
     this.#reportedAt = at;

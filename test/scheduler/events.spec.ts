@@ -1,5 +1,6 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import type { PeriodicEvent, PeriodicEventType } from '../../lib/scheduler/events.js';
+import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { flush, startScheduler, stuckRun, useFakeTimers } from './helpers.js';
 
@@ -107,6 +108,64 @@ describe('event sinks', () => {
     expect(when).not.toHaveBeenCalled();
     expect(jest.getTimerCount()).toBe(0);
   });
+});
+
+describe('a listener may stop the scheduler at any event', () => {
+  type Scenario = [PeriodicEventType, Omit<PeriodicSchedulerOptions, 'name' | 'run'>, (() => unknown)?];
+  const scenarios: Scenario[] = [
+    ['nextTick', { every: 10 }],
+    ['missed', { every: 10 }],
+    ['started', { every: 10 }],
+    ['finished', { every: 10 }],
+    ['skipped', { every: 10, onOverlap: 'ignore' }, stuckRun],
+    ['stoppedPrevious', { every: 10, onOverlap: 'stopPrevious' }, stuckRun],
+    [
+      'guardFailed',
+      {
+        every: 10,
+        when: () => {
+          throw new Error('no');
+        },
+      },
+    ],
+  ];
+  // In shifted mode no tick is late, and no tick comes while a run is running.
+  const regularOnly = ['missed', 'skipped', 'stoppedPrevious'];
+  const cases = scenarios.flatMap(([type, options, job]) =>
+    (['regular', 'shifted'] as const)
+      .filter((delayMode) => delayMode === 'regular' || !regularOnly.includes(type))
+      .map((delayMode) => [type, delayMode, options, job] as const),
+  );
+
+  it.each(cases)(
+    'stopped on %s (%s mode): no timer remains, nothing starts after',
+    async (type, delayMode, options, job) => {
+      const seen: PeriodicEvent[] = [];
+      let stoppedAt = -1;
+      const scheduler: PeriodicScheduler = new PeriodicScheduler(
+        { name: 'job', ...options, delayMode, jobShutdown: 0, run: job ?? run },
+        (event) => {
+          seen.push(event);
+          if (event.type === type && stoppedAt < 0) {
+            stoppedAt = seen.length;
+            void scheduler.stop();
+          }
+        },
+      );
+      scheduler.start();
+      if (type === 'missed') {
+        // The clock jumps three intervals ahead before the first tick is handled, as after a stalled process.
+        const fakeNow = performance.now.bind(performance);
+        jest.spyOn(performance, 'now').mockImplementation(() => fakeNow() + 35);
+      }
+      await jest.advanceTimersByTimeAsync(100);
+      expect(stoppedAt).toBeGreaterThan(0);
+      expect(jest.getTimerCount()).toBe(0);
+      expect(scheduler.running).toBe(0);
+      const after = seen.slice(stoppedAt).map((event) => event.type);
+      expect(after.filter((later) => later !== 'finished')).toEqual([]);
+    },
+  );
 });
 
 describe('zero cost for what is not used', () => {

@@ -150,6 +150,19 @@ describe('acquiring', () => {
     expect(new Set(other.log.types())).toEqual(new Set(['nextTick']));
   });
 
+  it('a replica without the lease emits no missed for a late tick (only nextTick)', async () => {
+    const store = new MemoryStore();
+    const holder = replica(store, { every: 100 });
+    await flush();
+    const other = replica(store, { every: 100 });
+    // Both replicas' clocks jump three intervals ahead before their first tick, as after a stalled process.
+    const fakeNow = performance.now.bind(performance);
+    jest.spyOn(performance, 'now').mockImplementation(() => fakeNow() + 350);
+    await advance(100);
+    expect(holder.log.of('missed')).toEqual([expect.objectContaining({ count: 3 })]);
+    expect(new Set(other.log.types())).toEqual(new Set(['nextTick']));
+  });
+
   it('in shifted mode a tick without the lease arms the next one', async () => {
     const store = new MemoryStore();
     replica(store, { every: 100 });

@@ -34,6 +34,19 @@ function exclusiveJob(coordinator: RedisCoordinator): EventLog {
 }
 
 describe('failures of Redis', () => {
+  it('the line reads as one sentence when the error message ends with a full stop', async () => {
+    const client = new FlakyClient();
+    client.evalsha = () => Promise.reject(new Error('Connection is closed.'));
+    const coordinator = new RedisCoordinator({ client, leaseMs: 300 });
+    const log = { error: jest.fn(), log: jest.fn() };
+    coordinator.log = log;
+    exclusiveJob(coordinator);
+    await flush();
+    expect(log.error.mock.calls[0][0]).toMatch(
+      /^Redis failed while acquiring the lease of "job": Connection is closed\. Exclusive jobs/,
+    );
+  });
+
   it('are reported at most once per leaseMs, counting those in between; the end of them once', async () => {
     const client = new FlakyClient();
     const coordinator = new RedisCoordinator({ client, leaseMs: 300 });

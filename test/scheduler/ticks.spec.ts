@@ -1,4 +1,4 @@
-import { describe, expect, it, jest } from '@jest/globals';
+import { beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { armedDeadlines, DeadlineTimer, MAX_TIMER_DELAY } from '../../lib/scheduler/clock.js';
 import { deferred, flush, startScheduler, useFakeTimers, runsInTurn } from './helpers.js';
 
@@ -37,6 +37,24 @@ describe('fake timers', () => {
     jest.advanceTimersByTime(0);
     expect(log.of('started')).toHaveLength(1);
   });
+
+  it('the helpers see one timer per armed job, as with one setTimeout per job', () => {
+    const often = startScheduler({ every: 1000 });
+    const seldom = startScheduler({
+      every: 5000,
+      timeout: 100,
+      jobShutdown: 'brutalKill',
+      run: () => new Promise(() => undefined),
+    });
+    expect(jest.getTimerCount()).toBe(2);
+    jest.runOnlyPendingTimers(); // up to 5000, the last pending: the first job ticks at each second on the way
+    expect([often.log.of('started').length, seldom.log.of('started').length]).toEqual([5, 1]);
+    expect(jest.getTimerCount()).toBe(3); // both next ticks, and the timeout of the run still running
+    jest.advanceTimersToNextTimer(); // 5100: the timeout
+    expect(seldom.log.of('finished')).toEqual([expect.objectContaining({ reason: 'timeout' })]);
+    jest.advanceTimersToNextTimer(); // 6000: the first job's next tick
+    expect([often.log.of('started').length, seldom.log.of('started').length]).toEqual([6, 1]);
+  });
 });
 
 describe('regular mode', () => {
@@ -71,8 +89,9 @@ describe('regular mode', () => {
     expect(started.map((event) => event.scheduledAt - start)).toEqual(
       Array.from({ length: 10 }, (_, k) => 100 * (k + 1)),
     );
-    // The shared timer is aimed once the tick's work is done, so the 7 ms lost in each run delay nothing.
-    expect(started.map((event) => event.startedAt - event.scheduledAt)).toEqual(Array(10).fill(0));
+    // Each tick is armed before its run, while the clock (not the fake timers) loses 7 ms in every run: each
+    // later tick starts 7 ms after its slot, and the lateness does not add up.
+    expect(started.map((event) => event.startedAt - event.scheduledAt)).toEqual([0, ...Array(9).fill(7)]);
     expect(log.of('missed')).toHaveLength(0);
   });
 
@@ -277,60 +296,74 @@ describe('never early', () => {
   });
 });
 
-describe('the shared timer', () => {
-  it('one Node timer serves every deadline, and deadlines are met in order, the same one in arming order', () => {
+describe('the shared timer (on real timers)', () => {
+  beforeEach(() => {
+    jest.useRealTimers();
+  });
+
+  /** Resolves once `count` of the timers made with `fire` have been called. */
+  function firing(count: number): {
+    fired: string[];
+    fire: (name: string) => () => void;
+    done: Promise<void>;
+  } {
     const fired: string[] = [];
-    const timers = ['c', 'a', 'b', 'd'].map(
-      (name) => new DeadlineTimer({ onDeadline: () => fired.push(name) }),
-    );
+    let done!: () => void;
+    const promise = new Promise<void>((resolve) => (done = resolve));
+    const fire = (name: string) => () => {
+      if (fired.push(name) === count) done();
+    };
+    return { fired, fire, done: promise };
+  }
+
+  it('serves every deadline, meeting them in order, and the same one in arming order', async () => {
+    const { fired, fire, done } = firing(4);
+    const timers = ['c', 'a', 'b', 'd'].map((name) => new DeadlineTimer({ onDeadline: fire(name) }));
     const start = performance.now();
     timers[0].armAt(start + 30);
     timers[1].armAt(start + 10);
     timers[2].armAt(start + 20);
     timers[3].armAt(start + 30);
-    expect(jest.getTimerCount()).toBe(1);
     expect(armedDeadlines()).toBe(4);
-    jest.advanceTimersByTime(30);
+    await done;
     expect(fired).toEqual(['a', 'b', 'c', 'd']);
-    expect(jest.getTimerCount()).toBe(0);
+    expect(armedDeadlines()).toBe(0);
   });
 
-  it('a due timer cancelled or armed again by an earlier callback of the same turn is not called', () => {
-    const fired: string[] = [];
+  it('a due timer cancelled or armed again by an earlier callback of the same turn is not called', async () => {
+    const { fired, fire, done } = firing(2);
     const start = performance.now();
-    const later = new DeadlineTimer({ onDeadline: () => fired.push('later') });
-    const cancelled = new DeadlineTimer({ onDeadline: () => fired.push('cancelled') });
+    const later = new DeadlineTimer({ onDeadline: fire('later') });
+    const cancelled = new DeadlineTimer({ onDeadline: fire('cancelled') });
     const first = new DeadlineTimer({
       onDeadline: () => {
-        fired.push('first');
+        fire('first')();
         cancelled.cancel();
         later.armAt(start + 50);
+        expect(armedDeadlines()).toBe(1);
       },
     });
+    // One deadline, so that the three are due in the same turn whatever the machine's load.
     first.armAt(start + 10);
     cancelled.armAt(start + 10);
     later.armAt(start + 10);
-    jest.advanceTimersByTime(10);
-    expect(fired).toEqual(['first']);
-    expect(armedDeadlines()).toBe(1);
-    jest.advanceTimersByTime(40);
+    await done;
     expect(fired).toEqual(['first', 'later']);
+    expect(performance.now()).toBeGreaterThanOrEqual(start + 50);
   });
 
-  it('a timer armed by a callback for a deadline already passed waits for the next turn', () => {
-    const fired: string[] = [];
-    const again = new DeadlineTimer({ onDeadline: () => fired.push('again') });
+  it('a timer armed by a callback for a deadline already passed waits for the next turn', async () => {
+    const { fired, fire, done } = firing(2);
+    const again = new DeadlineTimer({ onDeadline: fire('again') });
     const first = new DeadlineTimer({
       onDeadline: () => {
-        fired.push('first');
+        fire('first')();
         again.armAt(performance.now());
+        expect(fired).toEqual(['first']);
       },
     });
     first.armAt(performance.now() + 10);
-    jest.advanceTimersByTime(10);
-    expect(fired).toEqual(['first']);
-    expect(jest.getTimerCount()).toBe(1);
-    jest.advanceTimersByTime(1);
+    await done;
     expect(fired).toEqual(['first', 'again']);
   });
 });
@@ -370,11 +403,10 @@ describe('stop', () => {
       run: () => new Promise(() => undefined),
     });
     jest.advanceTimersByTime(30);
-    expect(armedDeadlines()).toBe(4); // the next tick and the timeouts of three runs
+    expect(jest.getTimerCount()).toBe(4); // the next tick and the timeouts of three runs
     const stopped = scheduler.stop();
     await jest.advanceTimersByTimeAsync(5000);
     await stopped;
-    expect(armedDeadlines()).toBe(0);
     expect(jest.getTimerCount()).toBe(0);
   });
 
