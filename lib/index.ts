@@ -1,9 +1,6 @@
 export { Periodic } from './periodic.decorator.js';
-export {
-  PeriodicModule,
-  type PeriodicModuleAsyncOptions,
-  type PeriodicModuleOptions,
-} from './periodic.module.js';
+export { PeriodicModule, type PeriodicModuleAsyncOptions } from './periodic.module.js';
+export type { PeriodicModuleOptions } from './periodic.options.js';
 export { PeriodicRegistry } from './periodic.registry.js';
 export { PeriodicEvents } from './periodic.events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';

@@ -34,8 +34,9 @@ type Listener = (event: PeriodicEvent) => void;
 export class PeriodicEvents {
   private readonly listeners = new Map<PeriodicEventType | '*', Set<Listener>>();
   private readonly logger = new Logger(LOGGER_CONTEXT);
-  /** @internal The event logger (section 9 of the SPEC), when the module's `logger` option is on. */
-  log: ((event: PeriodicEvent) => void) | undefined;
+
+  /** @param log turns events into log lines; none when the module's `logger` option is off. */
+  constructor(private readonly log?: (event: PeriodicEvent) => void) {}
 
   /** Calls `listener` with every event of `type` (`'*'`: every event); returns the function that unsubscribes it. */
   on<T extends PeriodicEventType>(type: T, listener: (event: PeriodicEventOf<T>) => void): () => void;
@@ -69,6 +70,8 @@ export class PeriodicEvents {
         `PeriodicEvents.once(${describeValue(type)}): the predicate must be a function, got ${describeValue(predicate)}`,
       );
     }
+    // Checked before the promise is made: a wrong type throws at once, as on() does, not as a rejection.
+    checkType(`PeriodicEvents.once(${describeValue(type)})`, type);
     return new Promise((resolve, reject) => {
       const unsubscribe = this.on(type as '*', (event) => {
         let matches: boolean;
@@ -126,7 +129,7 @@ function checkType(where: string, type: unknown): asserts type is PeriodicEventT
   if (type === '*' || EVENT_TYPES.includes(type as PeriodicEventType)) return;
   const hint = typeof type === 'string' ? nearest(type, EVENT_TYPES) : undefined;
   throw new PeriodicConfigError(
-    `${where}: unknown event type${hint === undefined ? '' : `; did you mean '${hint}'?`} ` +
+    `${where}: unknown event type${hint === undefined ? '.' : `; did you mean '${hint}'?`} ` +
       `The types are: ${EVENT_TYPES.join(', ')}, or '*' for all.`,
   );
 }

@@ -1,21 +1,11 @@
-import {
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-  type OnModuleInit,
-  Scope,
-} from '@nestjs/common';
-import { ModulesContainer } from '@nestjs/core';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit, Scope } from '@nestjs/common';
+import { LazyModuleLoader, ModulesContainer } from '@nestjs/core';
 import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './periodic.constants.js';
 import { periodicOptionsOf } from './periodic.decorator.js';
-import { PeriodicEvents } from './periodic.events.js';
 import { Lifecycle } from './periodic.lifecycle.js';
-import { eventLogger } from './periodic.logger.js';
-import type { ResolvedModuleOptions } from './periodic.module.js';
-import { PeriodicRegistry } from './periodic.registry.js';
+import { type App, appOf, importedOptions, type ResolvedModuleOptions } from './periodic.options.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
-import { checkOptionsObject, JOB_OPTION_NAMES, type PeriodicOptions } from './scheduler/options.js';
+import { JOB_OPTION_NAMES, type PeriodicOptions, readOptions } from './scheduler/options.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 
 /** What the explorer reads of Nest's `InstanceWrapper`: the same in Nest 11 and 12. */
@@ -26,6 +16,8 @@ interface Wrapper {
   readonly scope?: Scope;
   readonly isAlias: boolean;
   readonly isTransient: boolean;
+  /** The module the provider is declared in. */
+  readonly host?: NestModule;
   isDependencyTreeStatic(): boolean;
   getCtorMetadata(): (Wrapper | undefined)[] | undefined;
   getPropertiesMetadata(): { wrapper: Wrapper }[] | undefined;
@@ -35,118 +27,136 @@ interface Wrapper {
 /** What the explorer reads of Nest's `Module`. */
 interface NestModule {
   readonly metatype: { name: string };
+  /** From the root module (the least); Nest bootstraps the farthest first and destroys the nearest first. */
+  readonly distance: number;
+  readonly imports: Set<NestModule>;
   readonly providers: Map<unknown, Wrapper>;
   readonly controllers: Map<unknown, Wrapper>;
+  readonly injectables: Map<unknown, Wrapper>;
+  readonly middlewares: Map<unknown, Wrapper>;
 }
 
-/** The registry and emitter of one application, shared by every import of `PeriodicModule` in it. */
-interface App {
-  readonly registry: PeriodicRegistry;
-  readonly events: PeriodicEvents;
-  /** The explorer that discovers the jobs: the first to initialise; the others stand by. */
-  explorer?: PeriodicExplorer;
-}
-
-const apps = new WeakMap<ModulesContainer, App>();
-
-/** The registry and emitter of the application that owns `container`. */
-export function appOf(container: ModulesContainer): App {
-  let app = apps.get(container);
-  if (app === undefined) {
-    const events = new PeriodicEvents();
-    apps.set(container, (app = { events, registry: new PeriodicRegistry(events) }));
-  }
-  return app;
-}
+type Load = LazyModuleLoader['load'];
 
 /**
- * Finds every `@Periodic()` method at bootstrap, gives each a scheduler, and ties it to its host's lifecycle:
- * a job starts once its host and every provider the host depends on have bootstrapped, and is drained before
- * any of them is destroyed.
+ * Finds every `@Periodic()` method at bootstrap, gives each a scheduler, and ties it to the lifecycle of the
+ * application (see {@link Lifecycle}); modules loaded later through `LazyModuleLoader` are searched too.
  */
 @Injectable()
-export class PeriodicExplorer implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly app: App;
   private readonly lifecycle: Lifecycle;
+  /** The modules searched for jobs so far. */
+  private readonly searched = new WeakSet<NestModule>();
+  /** The jobs found so far, by instance and method: an instance provided by two modules has its jobs once. */
+  private readonly found = new WeakMap<object, Set<string | symbol>>();
+  private lazyLoad: Load | undefined;
 
-  constructor(private readonly container: ModulesContainer) {
-    this.app = appOf(container);
+  constructor(
+    private readonly container: ModulesContainer,
+    private readonly lazyLoader: LazyModuleLoader,
+    @Inject(PERIODIC_MODULE_OPTIONS) options: ResolvedModuleOptions,
+  ) {
+    this.app = appOf(container, options);
     this.lifecycle = new Lifecycle(this.app.registry);
   }
 
   onModuleInit(): void {
     if (this.app.explorer !== undefined) return;
     this.app.explorer = this;
-    const { mode, logger, coordinator } = this.moduleOptions();
-    const { registry, events } = this.app;
-    registry.mode = mode;
-    registry.coordinator = coordinator;
-    // Failures of Redis are logged whatever `logger` says: they stop exclusive jobs.
-    if (coordinator !== undefined) coordinator.log = new Logger(LOGGER_CONTEXT);
-    if (logger) {
-      events.log = eventLogger((name) => (registry.has(name) ? registry.get(name).options.timeout : 0));
-    }
-    this.discover();
-  }
-
-  onApplicationBootstrap(): void {
-    if (this.app.explorer !== this) return;
-    this.app.registry.bootstrap();
-    this.lifecycle.bootstrap();
+    this.warnOfOtherOptions();
+    this.search();
+    const root = this.modules().reduce((nearest, module) =>
+      module.distance < nearest.distance ? module : nearest,
+    );
+    this.lifecycle.startAfter(root.providers.get(root.metatype)!.instance as object, () => this.watchable());
+    // Nest calls no lifecycle hook in a module loaded lazily: its jobs start when it is loaded.
+    const load = (this.lazyLoad = this.lazyLoader.load);
+    this.lazyLoader.load = async (...args: Parameters<Load>) => {
+      const loaded = await load.apply(this.lazyLoader, args);
+      this.search();
+      return loaded;
+    };
   }
 
   async onModuleDestroy(): Promise<void> {
-    if (this.app.explorer === this) await this.app.registry.close();
+    if (this.app.explorer !== this) return;
+    await this.app.registry.close();
+    this.lifecycle.release();
+    if (this.lazyLoad !== undefined) Reflect.deleteProperty(this.lazyLoader, 'load');
   }
 
   private modules(): NestModule[] {
     return [...this.container.values()] as unknown as NestModule[];
   }
 
-  /** The options of the first import of `PeriodicModule`; later imports with other options get a warning. */
-  private moduleOptions(): ResolvedModuleOptions {
-    const imported = this.modules().flatMap((module) => {
-      const options = module.providers.get(PERIODIC_MODULE_OPTIONS)?.instance;
-      return options === undefined ? [] : [options as ResolvedModuleOptions];
-    });
-    const [first] = imported;
+  /** A later import of `PeriodicModule` with other options than the first's gets a warning. */
+  private warnOfOtherOptions(): void {
+    const { options } = this.app;
+    const imported = importedOptions(this.container);
     const differs = (other: ResolvedModuleOptions) =>
-      other.mode !== first.mode || other.logger !== first.logger || other.coordinator !== first.coordinator;
+      other.mode !== options.mode ||
+      other.logger !== options.logger ||
+      other.coordinator !== options.coordinator;
     if (imported.some(differs)) {
-      const coordinator = first.coordinator === undefined ? '' : ', coordinator: (the first one)';
+      const coordinator = options.coordinator === undefined ? '' : ', coordinator: (the first one)';
       new Logger(LOGGER_CONTEXT).warn(
         `PeriodicModule is imported ${imported.length} times with different options; the first import's ` +
-          `apply: { mode: '${first.mode}', logger: ${first.logger}${coordinator} }`,
+          `apply: { mode: '${options.mode}', logger: ${options.logger}${coordinator} }`,
       );
     }
-    return first;
   }
 
-  private discover(): void {
-    const { registry, events } = this.app;
-    const found = new Map<object, Set<string | symbol>>();
+  /** Gives a scheduler to every decorated method in the modules not searched yet. */
+  private search(): void {
+    const { registry, options: defaults } = this.app;
     for (const module of this.modules()) {
+      if (this.searched.has(module)) continue;
+      this.searched.add(module);
       for (const wrapper of [...module.providers.values(), ...module.controllers.values()]) {
         if (wrapper.isAlias) continue;
         const scanned = scanTarget(wrapper);
         if (scanned === undefined) continue;
         const { className, prototype } = scanned;
-        let dependencies: object[] | undefined;
+        let ties: Set<object> | undefined;
         for (const [key, options] of decoratedMethods(prototype)) {
           const where = `@Periodic() on ${className}.${String(key)}`;
           // Only a provider that has a job is asked for its scope, which walks its dependency tree.
           refuseScope(where, className, wrapper);
           const instance = wrapper.instance as object;
-          const keys = found.get(instance) ?? new Set();
+          const keys = this.found.get(instance) ?? new Set();
           if (keys.has(key)) continue; // the same instance provided by two modules
-          found.set(instance, keys.add(key));
+          this.found.set(instance, keys.add(key));
           const scheduler = new PeriodicScheduler(
-            schedulerOptions(where, options, `${className}.${String(key)}`, instance, key, registry),
-            events,
+            schedulerOptions(where, options, `${className}.${String(key)}`, instance, key, defaults),
+            this.app.events,
             where,
           );
-          registry.register(scheduler, `${where} (in ${module.metatype.name})`);
-          this.lifecycle.tie(scheduler, instance, (dependencies ??= dependenciesOf(wrapper)));
+          this.lifecycle.tie(scheduler, (ties ??= tiesOf(wrapper)));
+          registry.adopt(scheduler, `${where} (in ${module.metatype.name})`);
+        }
+      }
+    }
+  }
+
+  /** Every object of the application whose `onModuleDestroy` Nest will call, but the explorers'. */
+  private *watchable(): Generator<object> {
+    for (const module of this.modules()) {
+      for (const map of [module.providers, module.controllers, module.injectables, module.middlewares]) {
+        for (const wrapper of map.values()) {
+          if (wrapper.isAlias || !wrapper.isDependencyTreeStatic()) continue;
+          const instances = wrapper.isTransient
+            ? wrapper.getStaticTransientInstances().map((transient) => transient.instance)
+            : [wrapper.instance];
+          for (const instance of instances) {
+            if (
+              typeof instance === 'object' &&
+              instance !== null &&
+              !(instance instanceof PeriodicExplorer)
+            ) {
+              yield instance;
+            }
+          }
         }
       }
     }
@@ -203,56 +213,66 @@ function schedulerOptions(
   defaultName: string,
   instance: object,
   key: string | symbol,
-  registry: PeriodicRegistry,
+  defaults: ResolvedModuleOptions,
 ): ConstructorParameters<typeof PeriodicScheduler>[0] {
-  // Not an object: the engine's validation says so.
-  if (typeof given !== 'object' || given === null) return given as never;
-  if ('run' in given) {
+  if (typeof given === 'object' && given !== null && 'run' in given) {
     throw new PeriodicConfigError(
       `${where}: "run" is not an option of @Periodic(); the decorated method is the job`,
     );
   }
-  checkOptionsObject(where, given, JOB_OPTION_NAMES, '{ every: 60_000 }');
-  const options = given as PeriodicOptions;
+  const options = readOptions(
+    where,
+    given,
+    JOB_OPTION_NAMES,
+    '{ every: 60_000 }',
+  ) as Partial<PeriodicOptions>;
   const { when } = options;
   const method = instance as Record<string | symbol, (context: unknown) => unknown>;
   // Every option spelled out, in one shape for all jobs, rather than spread: the engine reads each of them,
   // and reads from objects of one shape are what keep a bootstrap of thousands of jobs fast.
   return {
-    every: options.every,
+    every: options.every as number, // validated by the engine
     name: options.name ?? defaultName,
     initialDelay: options.initialDelay,
     delayMode: options.delayMode,
-    when: typeof when === 'function' ? () => options.when!(instance) : (when as undefined),
+    when: typeof when === 'function' ? () => when.call(given, instance) : (when as undefined),
     onOverlap: options.onOverlap,
     timeout: options.timeout,
     jobShutdown: options.jobShutdown,
-    mode: options.mode ?? registry.mode,
+    mode: options.mode ?? defaults.mode,
     exclusive: options.exclusive,
-    coordinator: registry.coordinator,
+    coordinator: defaults.coordinator,
     // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
     run: (context) => method[key](context),
   };
 }
 
-/** The instances a provider depends on, directly or not, through its constructor and its properties. */
-function dependenciesOf(host: Wrapper): object[] {
+/**
+ * The objects a job hangs on: its host, every provider the host depends on, directly or not, through its
+ * constructor and its properties, and the module classes of the modules these sit in and of those the host's
+ * module imports (a module class often opens a pool in its own hooks).
+ */
+function tiesOf(host: Wrapper): Set<object> {
+  const ties = new Set<object>();
+  const add = (instance: unknown) => {
+    if (typeof instance === 'object' && instance !== null) ties.add(instance);
+  };
+  const modules = new Set<NestModule>(host.host === undefined ? [] : [host.host, ...host.host.imports]);
   const seen = new Set<Wrapper>([host]);
-  const instances = new Set<object>();
   const visit = (wrapper: Wrapper): void => {
     const properties = (wrapper.getPropertiesMetadata() ?? []).map((property) => property.wrapper);
     for (const dependency of [...(wrapper.getCtorMetadata() ?? []), ...properties]) {
       if (dependency === undefined || seen.has(dependency)) continue;
       seen.add(dependency);
-      const candidates = dependency.isTransient
-        ? dependency.getStaticTransientInstances().map((transient) => transient.instance)
-        : [dependency.instance];
-      for (const instance of candidates) {
-        if (typeof instance === 'object' && instance !== null) instances.add(instance);
-      }
+      if (dependency.host !== undefined) modules.add(dependency.host);
+      if (dependency.isTransient) {
+        for (const transient of dependency.getStaticTransientInstances()) add(transient.instance);
+      } else add(dependency.instance);
       visit(dependency);
     }
   };
+  add(host.instance);
   visit(host);
-  return [...instances];
+  for (const module of modules) add(module.providers.get(module.metatype)?.instance);
+  return ties;
 }

@@ -8,25 +8,15 @@ import {
 import { ModulesContainer } from '@nestjs/core';
 import { PERIODIC_MODULE_OPTIONS } from './periodic.constants.js';
 import { PeriodicEvents } from './periodic.events.js';
-import { appOf, PeriodicExplorer } from './periodic.explorer.js';
+import { PeriodicExplorer } from './periodic.explorer.js';
+import {
+  appOf,
+  type PeriodicModuleOptions,
+  resolveModuleOptions,
+  type ResolvedModuleOptions,
+} from './periodic.options.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
-import { checkOption, checkOptionsObject, type SchedulerMode } from './scheduler/options.js';
-import type { RedisCoordinator } from './scheduler/redis-coordinator.js';
-
-/** Options of `PeriodicModule.forRoot()`. */
-export interface PeriodicModuleOptions {
-  /** The mode of every job that does not set its own; `'manual'` for tests. @default 'auto' */
-  mode?: SchedulerMode;
-  /** Log every event but `nextTick` through Nest's `Logger`, context `Periodic`. @default true */
-  logger?: boolean;
-  /** Shares the leases of `exclusive` jobs between the application's replicas. @default none */
-  coordinator?: RedisCoordinator;
-}
-
-/** The module's options, validated, with defaults filled in. */
-export type ResolvedModuleOptions = Required<Omit<PeriodicModuleOptions, 'coordinator'>> &
-  Pick<PeriodicModuleOptions, 'coordinator'>;
 
 /** Options of `PeriodicModule.forRootAsync()`: a factory of {@link PeriodicModuleOptions} and what it needs. */
 export interface PeriodicModuleAsyncOptions {
@@ -80,29 +70,15 @@ function definition(imports: NonNullable<ModuleMetadata['imports']>, options: Pr
       // Shared by every import of the module in the application, so that no job is registered twice.
       {
         provide: PeriodicRegistry,
-        inject: [ModulesContainer],
-        useFactory: (c: ModulesContainer) => appOf(c).registry,
+        inject: [ModulesContainer, PERIODIC_MODULE_OPTIONS],
+        useFactory: (c: ModulesContainer, o: ResolvedModuleOptions) => appOf(c, o).registry,
       },
       {
         provide: PeriodicEvents,
-        inject: [ModulesContainer],
-        useFactory: (c: ModulesContainer) => appOf(c).events,
+        inject: [ModulesContainer, PERIODIC_MODULE_OPTIONS],
+        useFactory: (c: ModulesContainer, o: ResolvedModuleOptions) => appOf(c, o).events,
       },
     ],
     exports: [PeriodicRegistry, PeriodicEvents],
   };
-}
-
-const MODULE_OPTIONS = ['mode', 'logger', 'coordinator'];
-
-function resolveModuleOptions(input: unknown, where: string): ResolvedModuleOptions {
-  if (input === undefined) input = {};
-  checkOptionsObject(where, input, MODULE_OPTIONS, "{ mode: 'manual' }");
-  const { mode = 'auto', logger = true, coordinator } = input as PeriodicModuleOptions;
-  checkOption(where, 'mode', mode);
-  if (typeof logger !== 'boolean') {
-    throw new PeriodicConfigError(`${where}: "logger" must be true or false, got ${describeValue(logger)}`);
-  }
-  if (coordinator !== undefined) checkOption(where, 'coordinator', coordinator);
-  return { mode, logger, coordinator };
 }

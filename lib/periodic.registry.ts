@@ -1,24 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import type { PeriodicEvents } from './periodic.events.js';
 import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from './scheduler/errors.js';
+import type { ResolvedModuleOptions } from './periodic.options.js';
 import {
   checkOption,
-  checkOptionsObject,
   JOB_OPTION_NAMES,
   nearest,
   type PeriodicOptions,
-  type SchedulerMode,
+  type PeriodicSchedulerOptions,
+  readOptions,
 } from './scheduler/options.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
-import type { RedisCoordinator } from './scheduler/redis-coordinator.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
 
 interface Entry {
   readonly scheduler: PeriodicScheduler;
   /** Where the job comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`. */
   readonly place: string;
-  /** Added at run time: started by the registry, not by its host's lifecycle. */
-  readonly added: boolean;
 }
 
 /**
@@ -29,12 +27,15 @@ interface Entry {
 export class PeriodicRegistry {
   private readonly jobs = new Map<string, Entry>();
   private phase: 'created' | 'bootstrapped' | 'closing' = 'created';
-  /** @internal The module's mode, taken by the jobs that do not set their own. */
-  mode: SchedulerMode = 'auto';
-  /** @internal The module's coordinator, for exclusive jobs. */
-  coordinator: RedisCoordinator | undefined;
 
-  constructor(private readonly events: PeriodicEvents) {}
+  /**
+   * @param events where every job reports its events.
+   * @param module the module's options: its `mode` for the jobs that do not set their own, its coordinator.
+   */
+  constructor(
+    private readonly events: PeriodicEvents,
+    private readonly module: Pick<ResolvedModuleOptions, 'mode' | 'coordinator'>,
+  ) {}
 
   /** The scheduler of the job `name`; throws a `PeriodicNotFoundError` listing the known names. */
   get(name: string): PeriodicScheduler {
@@ -68,28 +69,30 @@ export class PeriodicRegistry {
         `${where}: the job must be a function, called with the run's context, got ${describeValue(run)}`,
       );
     }
-    if (typeof options !== 'object' || options === null) {
-      throw new PeriodicConfigError(
-        `${where}: the options must be an object such as { every: 60_000 }, got ${describeValue(options)}`,
-      );
-    }
-    if ('name' in options || 'run' in options) {
+    if (typeof options === 'object' && options !== null && ('name' in options || 'run' in options)) {
       throw new PeriodicConfigError(
         `${where}: "name" and "run" are not options here; the name is the first argument, the job the second`,
       );
     }
     // The engine's own check would accept `coordinator`, which is the module's to give.
-    checkOptionsObject(where, options, JOB_OPTION_NAMES, '{ every: 60_000 }');
+    const given = readOptions(where, options, JOB_OPTION_NAMES, '{ every: 60_000 }');
     if (this.phase === 'closing') {
       throw new PeriodicConfigError(`${where}: the application is closing; no job can be added any more`);
     }
+    const { mode = this.module.mode } = given as Pick<PeriodicOptions, 'mode'>;
     const scheduler = new PeriodicScheduler(
-      { ...options, mode: options.mode ?? this.mode, coordinator: this.coordinator, name, run },
+      // Validated by the engine.
+      {
+        ...(given as Omit<PeriodicSchedulerOptions, 'name' | 'run'>),
+        mode,
+        coordinator: this.module.coordinator,
+        name,
+        run,
+      },
       this.events,
       where,
     );
-    this.register(scheduler, where, true);
-    if (this.phase === 'bootstrapped') scheduler.start();
+    this.adopt(scheduler, where);
     return scheduler;
   }
 
@@ -110,13 +113,8 @@ export class PeriodicRegistry {
     return this.entry(name, 'syncTick').scheduler.syncTick(options);
   }
 
-  /** @internal Whether the application has begun to close: nothing starts any more. */
-  get closing(): boolean {
-    return this.phase === 'closing';
-  }
-
-  /** @internal Adds a job's scheduler; a name already taken is a `PeriodicConfigError` naming both places. */
-  register(scheduler: PeriodicScheduler, place: string, added = false): void {
+  /** Adds a job's scheduler; a name already taken is a `PeriodicConfigError` naming both places. */
+  private register(scheduler: PeriodicScheduler, place: string): void {
     const existing = this.jobs.get(scheduler.name);
     if (existing !== undefined) {
       throw new PeriodicConfigError(
@@ -124,21 +122,41 @@ export class PeriodicRegistry {
           'names must be unique in the application: give one of them another { name }',
       );
     }
-    this.jobs.set(scheduler.name, { scheduler, place, added });
+    this.jobs.set(scheduler.name, { scheduler, place });
   }
 
-  /** @internal The application has bootstrapped: jobs added so far start now, later ones at once. */
+  /**
+   * @internal Registers a job and starts it if the application has bootstrapped already (a job added at run
+   * time, or found in a module loaded lazily); otherwise it starts with the others.
+   */
+  adopt(scheduler: PeriodicScheduler, place: string): void {
+    this.register(scheduler, place);
+    if (this.phase === 'bootstrapped') scheduler.start();
+  }
+
+  /** @internal The application has bootstrapped, all of it: every job starts. */
   bootstrap(): void {
     if (this.phase !== 'created') return;
     this.phase = 'bootstrapped';
-    for (const { scheduler, added } of this.jobs.values()) {
-      if (added && scheduler.state === 'idle') scheduler.start();
+    for (const { scheduler } of this.jobs.values()) {
+      if (scheduler.state === 'idle') scheduler.start();
     }
+  }
+
+  /** @internal Whether the application has begun to close. */
+  get closing(): boolean {
+    return this.phase === 'closing';
+  }
+
+  /** @internal The application has begun to close: no job starts a run any more; each drains in its turn. */
+  halt(): void {
+    this.phase = 'closing';
+    for (const { scheduler } of this.jobs.values()) scheduler.halt();
   }
 
   /** @internal Stops every job and resolves once every run has ended. */
   close(): Promise<void> {
-    this.phase = 'closing';
+    this.halt();
     return Promise.all(this.getAll().map((scheduler) => scheduler.stop())).then(() => undefined);
   }
 
@@ -157,7 +175,7 @@ export class PeriodicRegistry {
     }
     const hint = typeof name === 'string' ? nearest(name, names) : undefined;
     throw new PeriodicNotFoundError(
-      `${where}: no job has this name${hint === undefined ? '' : `; did you mean "${hint}"?`} ` +
+      `${where}: no job has this name${hint === undefined ? '.' : `; did you mean "${hint}"?`} ` +
         `The jobs are: ${names.map((known) => JSON.stringify(known)).join(', ')}.`,
     );
   }

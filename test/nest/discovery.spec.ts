@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { Controller, Injectable, Module, Scope } from '@nestjs/common';
+import { LazyModuleLoader } from '@nestjs/core';
 import { Periodic, PeriodicConfigError, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
 import { typesOf, useApps } from './helpers.js';
 
@@ -189,5 +190,32 @@ describe('discovery refuses what it cannot run, at bootstrap, naming the class a
     );
     await expect(app.init()).rejects.toThrow('@Periodic() on Broken.work: "every"');
     expect(app.registry.getAll().map((job) => job.state)).toEqual(['idle']);
+  });
+});
+
+describe('modules loaded lazily', () => {
+  const createApp = useApps();
+
+  it('the jobs of a module loaded through LazyModuleLoader after bootstrap start when it is loaded, and drain on close', async () => {
+    @Injectable()
+    class Report {
+      @Periodic({ every: 5, initialDelay: 0 })
+      build(context: PeriodicContext): Promise<void> {
+        return new Promise((resolve) => context.signal.addEventListener('abort', () => resolve()));
+      }
+    }
+    @Module({ providers: [Report] })
+    class ReportModule {}
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ logger: false })] });
+    expect(app.registry.has('Report.build')).toBe(false);
+    await app.moduleRef.get(LazyModuleLoader).load(() => ReportModule);
+    expect(app.registry.get('Report.build').state).toBe('ticking');
+    await app.events.once('started');
+    // Loading it again finds nothing new.
+    await app.moduleRef.get(LazyModuleLoader).load(() => ReportModule);
+    await app.close();
+    expect(app.seen.filter((event) => event.type === 'finished')).toEqual([
+      expect.objectContaining({ name: 'Report.build', reason: 'shutdown' }),
+    ]);
   });
 });

@@ -128,6 +128,17 @@ describe('PeriodicEvents', () => {
     expect(() => app.events.on('started', 'nope' as never)).toThrow(
       'PeriodicEvents.on("started"): the listener must be a function, got "nope"',
     );
+    expect(() => app.events.on('zzz' as 'finished', () => undefined)).toThrow(
+      'PeriodicEvents.on("zzz"): unknown event type. The types are: started,',
+    );
+  });
+
+  it('once() refuses an unknown type at once, as on() does, not through a rejected promise', async () => {
+    const app = await createApp({ imports: [manual] });
+    expect(() => app.events.once('finishd' as 'finished')).toThrow(PeriodicConfigError);
+    expect(() => app.events.once('finishd' as 'finished')).toThrow(
+      `PeriodicEvents.once("finishd"): unknown event type; did you mean 'finished'?`,
+    );
   });
 });
 
@@ -169,7 +180,7 @@ describe('diagnostics_channel', () => {
     expect(events.wants('started')).toBe(true);
     unsubscribe('nestjs-periodic:started', onStarted);
     expect(events.wants('started')).toBe(false);
-    events.log = () => undefined;
-    expect([events.wants('missed'), events.wants('nextTick')]).toEqual([true, false]);
+    const logged = new PeriodicEvents(() => undefined);
+    expect([logged.wants('missed'), logged.wants('nextTick')]).toEqual([true, false]);
   });
 });

@@ -128,6 +128,29 @@ const optionCases: [string, unknown, string, RegExp][] = [
   ['options a number', 5000, 'options', /must be an object such as \{ every: 60_000 \}, got 5000/],
   ['options a string', 'every minute', 'options', /must be an object such as \{ every: 60_000 \}/],
   ['no options', undefined, 'options', /must be an object such as \{ every: 60_000 \}, got undefined/],
+  [
+    'an option getter that throws',
+    {
+      every: 1000,
+      get timeout(): number {
+        throw new Error('JOB_TIMEOUT is not set.');
+      },
+    },
+    '"timeout"',
+    /reading option "timeout" threw: JOB_TIMEOUT is not set; pass plain values/,
+  ],
+  [
+    'an unknown option inherited from a prototype',
+    Object.assign(Object.create({ evry: 5 }) as object, { every: 1000 }),
+    '"evry"',
+    /unknown option "evry"; did you mean "every"\? The options are/,
+  ],
+  [
+    'an unknown option with no near name',
+    { every: 1000, xyz: 1 },
+    '"xyz"',
+    /unknown option "xyz"\. The options are/,
+  ],
 ];
 
 describe('invalid configurations: a PeriodicConfigError that names the job, the option and the fix', () => {
@@ -396,6 +419,24 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
       () => undefined,
       1000,
       'PeriodicRegistry.add("added"): the options must be an object such as { every: 60_000 }, got 1000',
+    ],
+    [
+      'an option getter that throws',
+      'added',
+      () => undefined,
+      {
+        get every(): number {
+          throw new Error('no interval configured');
+        },
+      },
+      'PeriodicRegistry.add("added"): reading option "every" threw: no interval configured; pass plain values',
+    ],
+    [
+      'an unknown option inherited from a prototype',
+      'added',
+      () => undefined,
+      Object.assign(Object.create({ evry: 5 }) as object, { every: 1000 }),
+      'PeriodicRegistry.add("added"): unknown option "evry"; did you mean "every"?',
     ],
   ])('PeriodicRegistry.add() with %s', async (_, name, run, options, message) => {
     const app = await createApp({

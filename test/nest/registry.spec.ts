@@ -1,12 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
+import { Global, Injectable, Module } from '@nestjs/common';
 import {
   Periodic,
   type PeriodicContext,
   PeriodicModule,
   PeriodicNotFoundError,
+  PeriodicRegistry,
   PeriodicScheduler,
   PeriodicTimeoutError,
+  RedisCoordinator,
 } from '../../lib/index.js';
 import { honouringRun, stuckRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
@@ -42,6 +44,13 @@ describe('PeriodicRegistry: get, has, getAll', () => {
     expect(() => app.registry.get('report')).toThrow(
       'PeriodicRegistry.get("report"): no job has this name; did you mean "reports"? ' +
         'The jobs are: "Jobs.cleanup", "reports".',
+    );
+  });
+
+  it('with no name near the one asked for, the message lists the names after a full stop', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Jobs] });
+    expect(() => app.registry.get('zzz')).toThrow(
+      'PeriodicRegistry.get("zzz"): no job has this name. The jobs are: "Jobs.cleanup", "reports".',
     );
   });
 
@@ -166,5 +175,113 @@ describe('PeriodicRegistry: add and remove', () => {
     const second = app.registry.add('import', () => undefined, { every: 5000 });
     expect(second).not.toBe(first);
     expect(await app.registry.syncTick('import')).toMatchObject({ ok: true });
+  });
+});
+
+describe('add() before the module has initialised takes the module options', () => {
+  const createApp = useApps();
+  const hangingClient = {
+    eval: () => new Promise(() => undefined),
+    evalsha: () => new Promise(() => undefined),
+  };
+
+  it("from a provider's constructor, under forRoot({ mode: 'manual' })", async () => {
+    @Injectable()
+    class Adds {
+      constructor(registry: PeriodicRegistry) {
+        registry.add('early', () => undefined, { every: 1000 });
+      }
+    }
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Adds] });
+    expect(app.registry.get('early').options.mode).toBe('manual');
+    expect(await app.registry.syncTick('early')).toMatchObject({ ok: true, reason: 'normal' });
+  });
+
+  it("from a factory in a global module listed before forRoot(): the module's coordinator", async () => {
+    const coordinator = new RedisCoordinator({ client: hangingClient });
+    @Global()
+    @Module({
+      providers: [
+        {
+          provide: 'EARLY',
+          inject: [PeriodicRegistry],
+          useFactory: (registry: PeriodicRegistry) =>
+            registry.add('early', () => undefined, { every: 1000, exclusive: true }),
+        },
+      ],
+    })
+    class EarlyModule {}
+    const app = await createApp({
+      imports: [EarlyModule, PeriodicModule.forRoot({ mode: 'manual', coordinator })],
+    });
+    const job = app.registry.get('early');
+    expect([job.options.mode, job.options.exclusive, job.state]).toEqual(['manual', true, 'ticking']);
+  });
+
+  it('under forRootAsync(), whose factory resolves later', async () => {
+    @Injectable()
+    class Adds {
+      constructor(registry: PeriodicRegistry) {
+        registry.add('early', () => undefined, { every: 1000 });
+      }
+    }
+    const app = await createApp({
+      imports: [
+        PeriodicModule.forRootAsync({
+          useFactory: async () => {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+            return { mode: 'manual' };
+          },
+        }),
+      ],
+      providers: [Adds],
+    });
+    expect(app.registry.get('early').options.mode).toBe('manual');
+  });
+});
+
+describe('a job that removes itself', () => {
+  const createApp = useApps();
+
+  it('calls remove() without awaiting it: its signal is aborted, and it ends shutdown as it returns', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ logger: false })] });
+    let removed: Promise<void> | undefined;
+    const aborted: boolean[] = [];
+    app.registry.add(
+      'once',
+      async (context) => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        removed = app.registry.remove(context.name);
+        aborted.push(context.signal.aborted);
+      },
+      { every: 10, initialDelay: 0 },
+    );
+    const finished = await app.events.once('finished');
+    await removed;
+    expect(aborted).toEqual([true]);
+    expect(finished).toMatchObject({ name: 'once', reason: 'shutdown' });
+    expect(app.registry.has('once')).toBe(false);
+    expect(app.seen.filter((event) => event.type === 'started')).toHaveLength(1);
+  });
+});
+
+describe('options given through a prototype', () => {
+  const createApp = useApps();
+
+  it('@Periodic() and add() both read inherited options, as any property', async () => {
+    const defaults = { every: 1000, initialDelay: 0 };
+    @Injectable()
+    class Inheriting {
+      @Periodic(Object.assign(Object.create(defaults) as object, { name: 'decorated' }) as never)
+      work(): void {}
+    }
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual' })],
+      providers: [Inheriting],
+    });
+    const added = app.registry.add('added', () => undefined, Object.create(defaults) as never);
+    for (const job of [app.registry.get('decorated'), added]) {
+      expect([job.options.every, job.options.initialDelay]).toEqual([1000, 0]);
+    }
   });
 });
