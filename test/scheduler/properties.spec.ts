@@ -14,6 +14,10 @@ import { useFakeTimers } from './helpers.js';
 useFakeTimers();
 
 const NUM_RUNS = Number(process.env.NUM_RUNS ?? 1000);
+// A failing property prints its seed and path; SEED and SEED_PATH replay exactly that case.
+if (process.env.SEED !== undefined) {
+  fc.configureGlobal({ seed: Number(process.env.SEED), path: process.env.SEED_PATH, endOnFailure: true });
+}
 // A case takes a few milliseconds; the limit leaves a slow machine room to spare.
 jest.setTimeout(Math.max(60_000, NUM_RUNS * 30));
 
