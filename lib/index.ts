@@ -4,11 +4,14 @@ export type { PeriodicModuleOptions } from './periodic.options.js';
 export { PeriodicRegistry } from './periodic.registry.js';
 export { PeriodicEvents } from './periodic.events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+export type { PeriodicCoordinator } from './scheduler/coordinator.js';
+export { InMemoryCoordinator, type InMemoryCoordinatorOptions } from './coordinators/in-memory.js';
+export { type RedisClient, RedisCoordinator, type RedisCoordinatorOptions } from './coordinators/redis.js';
 export {
-  type RedisClient,
-  RedisCoordinator,
-  type RedisCoordinatorOptions,
-} from './scheduler/redis-coordinator.js';
+  PostgresCoordinator,
+  type PostgresCoordinatorOptions,
+  type PostgresQueryable,
+} from './coordinators/postgres.js';
 export type {
   DelayMode,
   JobShutdown,

@@ -6,7 +6,7 @@ import { eventLogger } from './periodic.logger.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
 import { checkOption, readOptions, type SchedulerMode } from './scheduler/options.js';
-import type { RedisCoordinator } from './scheduler/redis-coordinator.js';
+import { type PeriodicCoordinator, reportCoordinatorTo } from './scheduler/coordinator.js';
 
 /** Options of `PeriodicModule.forRoot()`. */
 export interface PeriodicModuleOptions {
@@ -15,7 +15,7 @@ export interface PeriodicModuleOptions {
   /** Log events through Nest's `Logger`, context `Periodic`. @default true */
   logger?: boolean;
   /** Shares the leases of `exclusive` jobs between the application's replicas. @default none */
-  coordinator?: RedisCoordinator;
+  coordinator?: PeriodicCoordinator;
 }
 
 /** The module's options, validated, with defaults filled in. */
@@ -68,7 +68,8 @@ export function appOf(container: ModulesContainer, given: ResolvedModuleOptions)
     const events = new PeriodicEvents(options.logger ? eventLogger(timeoutOf) : undefined);
     const registry: PeriodicRegistry = new PeriodicRegistry(events, options);
     // Failures of the store are logged whatever `logger` says: they stop exclusive jobs.
-    if (options.coordinator !== undefined) options.coordinator.log = new Logger(LOGGER_CONTEXT);
+    if (options.coordinator !== undefined)
+      reportCoordinatorTo(options.coordinator, new Logger(LOGGER_CONTEXT));
     apps.set(container, (app = { options, registry, events, explorer: undefined }));
   }
   return app;

@@ -1,18 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DeadlineTimer, now } from './clock.js';
+import { CoordinatorCalls, type PeriodicCoordinator } from './coordinator.js';
 import { messageOf } from './errors.js';
-
-/** Where leases are kept (Redis, in `RedisCoordinator`); each call is one atomic step there. */
-export interface LeaseStore {
-  /** How long a lease lasts from the moment it is taken or renewed, in ms. */
-  readonly leaseMs: number;
-  /** Takes the lease for `token` unless someone holds it: the new fencing token, or 0 when it is held. */
-  acquire(name: string, token: string): Promise<number>;
-  /** Extends the lease by `leaseMs` if `token` still holds it; false if it does not. */
-  renew(name: string, token: string): Promise<boolean>;
-  /** Deletes the lease if `token` still holds it. */
-  release(name: string, token: string): Promise<boolean>;
-}
 
 /** Told when the lease is taken and when it is lost; a lease released on purpose is not "lost". */
 export interface LeaseHolder {
@@ -24,8 +13,9 @@ export interface LeaseHolder {
  * One job's lease as one replica sees it. It tries to acquire the lease every `leaseMs / 3`, with jitter, and
  * renews it every `leaseMs / 3` while it holds it. It counts the lease valid until `sent + leaseMs − margin`
  * on its own monotonic clock, `sent` being read before the command that took or renewed it went out, so it
- * stops holding before Redis lets the key expire. One command is in flight at a time. Whether the lease is
- * held is answered from memory: ticks make no round trip.
+ * stops holding before the store lets the lease expire; a holder whose validity ran out while it was paused
+ * renews nothing and gives the lease up. One command is in flight at a time. Whether the lease is held is
+ * answered from memory: ticks make no round trip.
  */
 export class Lease {
   /** The fencing token of the current holding; 0 while the lease is not held. */
@@ -40,16 +30,18 @@ export class Lease {
   private readonly expiry = new DeadlineTimer({
     onDeadline: () => this.lose('no renewal succeeded before the lease ran out'),
   });
+  private readonly store: CoordinatorCalls;
   private readonly interval: number;
   private readonly margin: number;
 
   constructor(
-    private readonly store: LeaseStore,
+    coordinator: PeriodicCoordinator,
     private readonly name: string,
     private readonly holder: LeaseHolder,
   ) {
-    this.interval = store.leaseMs / 3;
-    this.margin = store.leaseMs / 10;
+    this.store = new CoordinatorCalls(coordinator);
+    this.interval = this.store.leaseMs / 3;
+    this.margin = this.store.leaseMs / 10;
   }
 
   /** Whether this replica holds the lease now: acquired, and not yet past its validity. */
@@ -69,8 +61,8 @@ export class Lease {
   }
 
   /**
-   * Stops for good and deletes the lease in Redis if it is held, so that another replica takes over without
-   * waiting for it to expire. Resolves when Redis has answered, or after `leaseMs / 3` if it does not.
+   * Stops for good and gives the lease up in the store if it is held, so that another replica takes over
+   * without waiting for it to expire. Resolves when the store has answered, or after `leaseMs / 3` if it does not.
    */
   release(): Promise<void> {
     this.phase = 'released';
@@ -93,10 +85,21 @@ export class Lease {
 
   private nextStep(): void {
     if (this.phase === 'released') return;
-    // A command still out (Redis slow or away) is waited for; the expiry timer ends a holding meanwhile.
+    // A command still out (the store slow or away) is waited for; the expiry timer ends a holding meanwhile.
     if (this.inFlight) return this.retry();
-    if (this.fencingToken !== 0) this.renew();
-    else if (this.phase === 'competing') this.acquire();
+    if (this.fencingToken === 0) {
+      if (this.phase === 'competing') this.acquire();
+    } else if (now() < this.validUntil) {
+      this.renew();
+    } else {
+      // The process was paused past the lease's validity: renewing now could extend a lease that another
+      // replica may by now consider free. It gives the lease up instead, so that another one takes it at once.
+      const { token } = this;
+      this.lose(
+        'the lease ran out before it could be renewed (the process was paused or its event loop blocked)',
+      );
+      this.store.release(this.name, token).catch(() => undefined);
+    }
   }
 
   private acquire(): void {
@@ -133,7 +136,7 @@ export class Lease {
         this.inFlight = false;
         if (!this.holds(token)) return;
         if (renewed) this.hold(sent);
-        else this.lose('Redis refused the renewal: the lease had expired or another replica holds it');
+        else this.lose('the store refused the renewal: the lease had expired or another replica holds it');
       },
       (error: unknown) => {
         this.inFlight = false;

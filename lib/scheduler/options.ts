@@ -1,5 +1,5 @@
 import { describeValue, messageOf, PeriodicConfigError } from './errors.js';
-import type { RedisCoordinator } from './redis-coordinator.js';
+import type { PeriodicCoordinator } from './coordinator.js';
 import type { PeriodicContext } from './run.js';
 
 /** `regular`: `every` is start-to-start (fixed rate); `shifted`: from the end of a run to the next tick (fixed delay). */
@@ -47,7 +47,7 @@ export interface PeriodicSchedulerOptions extends Omit<PeriodicOptions, 'name' |
   /** Guard evaluated on every tick; a truthy result starts the job. @default none */
   when?: () => boolean | Promise<boolean>;
   /** Shares the lease of an `exclusive` job between replicas; read only when `exclusive` is true. */
-  coordinator?: RedisCoordinator;
+  coordinator?: PeriodicCoordinator;
 }
 
 /** A job's options after validation, with every default filled in. */
@@ -107,9 +107,18 @@ const RULES = {
   exclusive: { accepts: (v) => typeof v === 'boolean', expected: 'true or false' },
   run: { accepts: (v) => typeof v === 'function', expected: 'a function (the job)' },
   coordinator: {
-    accepts: (v) => typeof (v as RedisCoordinator | undefined)?.lease === 'function',
+    accepts: (v) => {
+      const coordinator = v as Partial<PeriodicCoordinator> | null | undefined;
+      return (
+        typeof coordinator?.acquire === 'function' &&
+        typeof coordinator.renew === 'function' &&
+        typeof coordinator.release === 'function' &&
+        isMilliseconds(coordinator.leaseMs, 1)
+      );
+    },
     expected:
-      'a RedisCoordinator, such as new RedisCoordinator({ client: new Redis(process.env.REDIS_URL) })',
+      'a PeriodicCoordinator (leaseMs, acquire, renew, release), such as ' +
+      'new RedisCoordinator({ client: new Redis(process.env.REDIS_URL) })',
   },
 } satisfies Record<keyof PeriodicSchedulerOptions, Rule>;
 

@@ -7,7 +7,7 @@ import {
   resolveOptions,
   type ResolvedPeriodicOptions,
 } from './options.js';
-import type { Lease } from './lease.js';
+import { Lease } from './lease.js';
 import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
 
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
@@ -56,11 +56,11 @@ export class PeriodicScheduler {
       if (options.coordinator === undefined) {
         throw new PeriodicConfigError(
           `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none was ` +
-            'given: pass PeriodicModule.forRoot({ coordinator: new RedisCoordinator({ client }) }) ' +
-            '(or { coordinator } to the scheduler), or remove "exclusive"',
+            'given: pass PeriodicModule.forRoot({ coordinator }), with a RedisCoordinator, a PostgresCoordinator ' +
+            'or an InMemoryCoordinator (or { coordinator } to the scheduler), or remove "exclusive"',
         );
       }
-      this.lease = options.coordinator.lease(this.options.name, this);
+      this.lease = new Lease(options.coordinator, this.options.name, this);
     }
     if (events !== undefined && typeof events !== 'function' && typeof events?.emit !== 'function') {
       throw new PeriodicConfigError(

@@ -8,6 +8,10 @@ import {
   PeriodicModule,
   type PeriodicModuleOptions,
   type PeriodicOptions,
+  InMemoryCoordinator,
+  type InMemoryCoordinatorOptions,
+  PostgresCoordinator,
+  type PostgresCoordinatorOptions,
   RedisCoordinator,
   type RedisCoordinatorOptions,
 } from '../../lib/index.js';
@@ -114,7 +118,7 @@ const optionCases: [string, unknown, string, RegExp][] = [
     'exclusive without a coordinator',
     { every: 1000, exclusive: true },
     '"exclusive"',
-    /pass PeriodicModule\.forRoot\(\{ coordinator: new RedisCoordinator\(\{ client \}\) \}\).*or remove "exclusive"/,
+    /pass PeriodicModule\.forRoot\(\{ coordinator \}\), with a RedisCoordinator, a PostgresCoordinator or an InMemoryCoordinator.*or remove "exclusive"/,
   ],
   [
     'a coordinator as a job option',
@@ -289,8 +293,8 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     [{ mdoe: 'manual' }, 'PeriodicModule.forRoot(): unknown option "mdoe"; did you mean "mode"?'],
     [
       { coordinator: { client: {} } },
-      'PeriodicModule.forRoot(): "coordinator" must be a RedisCoordinator, such as new RedisCoordinator({ ' +
-        'client: new Redis(process.env.REDIS_URL) }), got { client: {} }',
+      'PeriodicModule.forRoot(): "coordinator" must be a PeriodicCoordinator (leaseMs, acquire, renew, release), ' +
+        'such as new RedisCoordinator({ client: new Redis(process.env.REDIS_URL) }), got { client: {} }',
     ],
     [42, "PeriodicModule.forRoot(): the options must be an object such as { mode: 'manual' }, got 42"],
     [
@@ -345,6 +349,70 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     ['an unknown option', { client, lease: 1000 }, `${NEW}unknown option "lease"; did you mean "leaseMs"?`],
   ])('new RedisCoordinator() with %s', (_, options, message) => {
     const create = () => new RedisCoordinator(options as RedisCoordinatorOptions);
+    expect(create).toThrow(PeriodicConfigError);
+    expect(create).toThrow(message);
+  });
+
+  const pool = { query: async () => ({ rows: [] }) };
+  const PG = 'new PostgresCoordinator(): ';
+
+  it.each<[string, unknown, string]>([
+    [
+      'no options',
+      undefined,
+      `${PG}the options must be an object such as { pool: new Pool({ connectionString }) }`,
+    ],
+    ['no pool', {}, `${PG}"pool" must be a pg Pool or Client (an object with query(text, values))`],
+    ['a URL for a pool', { pool: 'postgres://db' }, `${PG}"pool" must be a pg Pool or Client`],
+    [
+      'a table with a quote',
+      { pool, table: 'leases"; DROP TABLE users; --' },
+      `${PG}"table" must be a plain SQL identifier`,
+    ],
+    ['a table with a space', { pool, table: 'my leases' }, `${PG}"table" must be a plain SQL identifier`],
+    [
+      'a table of three parts',
+      { pool, table: 'a.b.c' },
+      `${PG}"table" must be a plain SQL identifier, or schema.table`,
+    ],
+    ['an empty table', { pool, table: '' }, `${PG}"table" must be a plain SQL identifier`],
+    [
+      'a table starting with a digit',
+      { pool, table: '1leases' },
+      `${PG}"table" must be a plain SQL identifier`,
+    ],
+    ['a table name too long', { pool, table: 'x'.repeat(64) }, `${PG}"table" must be a plain SQL identifier`],
+    ['a table not a string', { pool, table: 7 }, `${PG}"table" must be a plain SQL identifier`],
+    [
+      'a lease too short',
+      { pool, leaseMs: 10 },
+      `${PG}"leaseMs" must be an integer number of milliseconds ≥ 100, got 10`,
+    ],
+    ['an unknown option', { pool, tabel: 'x' }, `${PG}unknown option "tabel"; did you mean "table"?`],
+  ])('new PostgresCoordinator() with %s', (_, options, message) => {
+    const create = () => new PostgresCoordinator(options as PostgresCoordinatorOptions);
+    expect(create).toThrow(PeriodicConfigError);
+    expect(create).toThrow(message);
+  });
+
+  it.each<[string, unknown, string]>([
+    [
+      'a lease too short',
+      { leaseMs: 99 },
+      'new InMemoryCoordinator(): "leaseMs" must be an integer number of milliseconds ≥ 100, got 99',
+    ],
+    [
+      'an unknown option',
+      { lease: 1000 },
+      'new InMemoryCoordinator(): unknown option "lease"; did you mean "leaseMs"?',
+    ],
+    [
+      'options a number',
+      1000,
+      'new InMemoryCoordinator(): the options must be an object such as { leaseMs: 10_000 }, got 1000',
+    ],
+  ])('new InMemoryCoordinator() with %s', (_, options, message) => {
+    const create = () => new InMemoryCoordinator(options as InMemoryCoordinatorOptions);
     expect(create).toThrow(PeriodicConfigError);
     expect(create).toThrow(message);
   });

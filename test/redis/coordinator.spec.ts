@@ -1,7 +1,7 @@
 // The Lua scripts against a real Redis, and exclusive jobs of two applications sharing it.
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it, jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import type { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import {
   Periodic,
   type PeriodicContext,
@@ -10,6 +10,7 @@ import {
   RedisCoordinator,
   type RedisCoordinatorOptions,
 } from '../../lib/index.js';
+import { coordinatorContract } from '../coordinators/contract.js';
 import { useApps } from '../nest/helpers.js';
 import { describeWithRedis, dropKeys, redisClient, uniquePrefix } from './redis.js';
 
@@ -41,78 +42,121 @@ describeRedis('the Lua scripts', () => {
     coordinator = make();
   });
 
-  it('acquire sets <keyPrefix><name> to the token for leaseMs and counts the fencing token up', async () => {
-    await expect(coordinator.store.acquire('cleanup', 'token-a')).resolves.toBe(1);
-    expect(await redis.get(`${prefix}cleanup`)).toBe('token-a');
+  it('acquire sets <keyPrefix><name> to the owner for leaseMs and stores the fencing token in the hash', async () => {
+    const token = await coordinator.acquire('cleanup', 'owner-a');
+    expect(await redis.get(`${prefix}cleanup`)).toBe('owner-a');
     const ttl = await redis.pttl(`${prefix}cleanup`);
     expect(ttl).toBeGreaterThan(leaseMs - 1000);
     expect(ttl).toBeLessThanOrEqual(leaseMs);
-    expect(await redis.hget(prefix, 'cleanup')).toBe('1');
+    expect(await redis.hget(prefix, 'cleanup')).toBe(String(token));
+    // Floored at Redis's clock in microseconds (TIME), exactly as stored.
+    const [seconds, micros] = await redis.time();
+    expect(token).toBeLessThanOrEqual(Number(seconds) * 1e6 + Number(micros));
+    expect(token).toBeGreaterThan((Number(seconds) - 60) * 1e6);
   });
 
   it('acquire of a held lease returns 0 and changes nothing, not even the counter', async () => {
-    await coordinator.store.acquire('cleanup', 'token-a');
-    await expect(coordinator.store.acquire('cleanup', 'token-b')).resolves.toBe(0);
-    expect(await redis.get(`${prefix}cleanup`)).toBe('token-a');
-    expect(await redis.hget(prefix, 'cleanup')).toBe('1');
+    const token = await coordinator.acquire('cleanup', 'owner-a');
+    await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBe(0);
+    expect(await redis.get(`${prefix}cleanup`)).toBe('owner-a');
+    expect(await redis.hget(prefix, 'cleanup')).toBe(String(token));
   });
 
-  it('fencing tokens grow with every acquisition, per job', async () => {
-    const tokens: number[] = [];
-    for (const token of ['a', 'b', 'c']) {
-      tokens.push(await coordinator.store.acquire('cleanup', token));
-      await coordinator.store.release('cleanup', token);
-    }
-    expect(tokens).toEqual([1, 2, 3]);
-    await expect(coordinator.store.acquire('report', 'd')).resolves.toBe(1);
+  it('a counter ahead of the clock (tokens of an older version, or a clock stepped back) still counts up', async () => {
+    const ahead = (Date.now() + 3_600_000) * 1000;
+    await redis.hset(prefix, 'cleanup', String(ahead));
+    await expect(coordinator.acquire('cleanup', 'owner-a')).resolves.toBe(ahead + 1);
   });
 
-  it('renew with the holding token resets the expiry to leaseMs; with a stale one it does nothing', async () => {
-    await coordinator.store.acquire('cleanup', 'token-a');
-    await redis.pexpire(`${prefix}cleanup`, 100);
-    await expect(coordinator.store.renew('cleanup', 'stale')).resolves.toBe(false);
-    expect(await redis.pttl(`${prefix}cleanup`)).toBeLessThanOrEqual(100);
-    await expect(coordinator.store.renew('cleanup', 'token-a')).resolves.toBe(true);
-    expect(await redis.pttl(`${prefix}cleanup`)).toBeGreaterThan(leaseMs - 1000);
+  it('tokens grow after the keys are lost (FLUSHALL, a restart without persistence)', async () => {
+    const before = await coordinator.acquire('cleanup', 'owner-a');
+    await dropKeys(redis, prefix);
+    const after = await coordinator.acquire('cleanup', 'owner-b');
+    expect(after).toBeGreaterThan(before);
   });
 
-  it('renew of an expired lease fails, and does not bring it back', async () => {
-    await coordinator.store.acquire('cleanup', 'token-a');
-    await redis.del(`${prefix}cleanup`);
-    await expect(coordinator.store.renew('cleanup', 'token-a')).resolves.toBe(false);
+  it('release deletes the lease, not the counter', async () => {
+    const token = await coordinator.acquire('cleanup', 'owner-a');
+    await expect(coordinator.release('cleanup', 'owner-a')).resolves.toBe(true);
     expect(await redis.exists(`${prefix}cleanup`)).toBe(0);
-  });
-
-  it('release with a stale token leaves the lease; with the holding token deletes it, not the counter', async () => {
-    await coordinator.store.acquire('cleanup', 'token-a');
-    await expect(coordinator.store.release('cleanup', 'stale')).resolves.toBe(false);
-    expect(await redis.get(`${prefix}cleanup`)).toBe('token-a');
-    await expect(coordinator.store.release('cleanup', 'token-a')).resolves.toBe(true);
-    expect(await redis.exists(`${prefix}cleanup`)).toBe(0);
-    expect(await redis.hget(prefix, 'cleanup')).toBe('1');
-  });
-
-  it('a lease expires by itself after leaseMs', async () => {
-    const short = make({ leaseMs: 100 });
-    await short.store.acquire('cleanup', 'token-a');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    await expect(short.store.acquire('cleanup', 'token-b')).resolves.toBe(2);
+    expect(await redis.hget(prefix, 'cleanup')).toBe(String(token));
   });
 
   it('scripts go by EVALSHA, and are sent whole once when Redis does not know them', async () => {
     await redis.script('FLUSH');
     const evalCalls = jest.spyOn(redis, 'eval');
-    await expect(coordinator.store.acquire('cleanup', 'token-a')).resolves.toBe(1);
-    await expect(coordinator.store.release('cleanup', 'token-a')).resolves.toBe(true);
-    await expect(coordinator.store.acquire('cleanup', 'token-b')).resolves.toBe(2);
+    const first = await coordinator.acquire('cleanup', 'owner-a');
+    await expect(coordinator.release('cleanup', 'owner-a')).resolves.toBe(true);
+    await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBeGreaterThan(first);
     expect(evalCalls).toHaveBeenCalledTimes(2); // acquire's script and release's, once each
     evalCalls.mockRestore();
   });
 
   it('a job named like another job plus a suffix has its own lease and counter', async () => {
-    await coordinator.store.acquire('a', 'token-a');
-    await expect(coordinator.store.acquire('a:fencing', 'token-b')).resolves.toBe(1);
-    await expect(coordinator.store.acquire('a', 'token-c')).resolves.toBe(0);
+    await coordinator.acquire('a', 'owner-a');
+    await expect(coordinator.acquire('a:fencing', 'owner-b')).resolves.toBeGreaterThan(0);
+    await expect(coordinator.acquire('a', 'owner-c')).resolves.toBe(0);
+  });
+});
+
+describeRedis('RedisCoordinator keeps the coordinator contract', () => {
+  let redis: Redis;
+  const prefix = uniquePrefix();
+  beforeAll(() => {
+    redis = redisClient();
+  });
+  afterAll(async () => {
+    await dropKeys(redis, prefix);
+    await redis.quit();
+  });
+  const contract = coordinatorContract({
+    make: (leaseMs) => new RedisCoordinator({ client: redis, keyPrefix: prefix, leaseMs }),
+    wipe: () => dropKeys(redis, prefix),
+    garbled: () => new RedisCoordinator({ client: { eval: async () => 'OK', evalsha: async () => 'OK' } }),
+  });
+  for (const [rule, check] of contract) it(rule, check);
+});
+
+describeRedis('clients of every shape behave as a default client', () => {
+  const clients: Redis[] = [];
+  const prefixes: string[] = [];
+  afterAll(async () => {
+    const cleaner = redisClient();
+    for (const prefix of prefixes) await dropKeys(cleaner, prefix);
+    await cleaner.quit();
+    for (const client of clients) client.disconnect();
+  });
+
+  it.each<[string, RedisOptions]>([
+    ['stringNumbers: true', { stringNumbers: true }],
+    ["ioredis's own keyPrefix", { keyPrefix: 'app-one:' }],
+  ])('a client with %s: numbers, refusals and renewals read right', async (_, options) => {
+    const client = redisClient(options);
+    clients.push(client);
+    const prefix = uniquePrefix();
+    prefixes.push(`${options.keyPrefix ?? ''}${prefix}`);
+    const coordinator = new RedisCoordinator({ client, keyPrefix: prefix, leaseMs: 5000 });
+    const token = await coordinator.acquire('cleanup', 'owner-a');
+    expect(typeof token).toBe('number');
+    expect(token).toBeGreaterThan(1e15);
+    await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBe(0);
+    await expect(coordinator.renew('cleanup', 'owner-b')).resolves.toBe(false);
+    await expect(coordinator.renew('cleanup', 'owner-a')).resolves.toBe(true);
+    await expect(coordinator.release('cleanup', 'owner-b')).resolves.toBe(false);
+    await expect(coordinator.release('cleanup', 'owner-a')).resolves.toBe(true);
+    await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBeGreaterThan(token);
+  });
+
+  it.each<[string, unknown]>([
+    ['a status reply', 'OK'],
+    ['digits and more', '12abc'],
+    ['an array', [1]],
+    ['a fraction', 1.5],
+  ])('a reply of %s to acquire is a failure, never a lease', async (_, reply) => {
+    const client: RedisClient = { eval: async () => reply, evalsha: async () => reply };
+    await expect(new RedisCoordinator({ client }).acquire('cleanup', 'owner-a')).rejects.toThrow(
+      'to acquire, which is not an integer',
+    );
   });
 });
 
@@ -157,14 +201,20 @@ describeRedis('two applications with one exclusive job', () => {
     // The job that is not exclusive runs in both.
     expect(second.seen.some((event) => event.type === 'started' && event.name === 'everywhere')).toBe(true);
 
+    const [{ fencingToken: firstToken }] = runs;
     const taken = second.events.once('leaseAcquired');
     await first.close();
-    expect(first.logs.periodic()).toContain('log: Reports.send acquired its lease, fencing token 1');
-    await taken;
+    expect(first.logs.periodic()).toContain(
+      `log: Reports.send acquired its lease, fencing token ${firstToken}`,
+    );
+    const { fencingToken: secondToken } = await taken;
+    expect(secondToken).toBeGreaterThan(firstToken!);
     await new Promise((resolve) => setTimeout(resolve, 100));
     const handedOver = runs.filter((run) => run.app === 'second');
     expect(handedOver.length).toBeGreaterThan(0);
-    expect(handedOver.every((run) => run.fencingToken === 2)).toBe(true);
-    expect(second.logs.periodic()).toContain('log: Reports.send acquired its lease, fencing token 2');
+    expect(handedOver.every((run) => run.fencingToken === secondToken)).toBe(true);
+    expect(second.logs.periodic()).toContain(
+      `log: Reports.send acquired its lease, fencing token ${secondToken}`,
+    );
   });
 });

@@ -101,7 +101,7 @@ describeRedis('Redis stopped and restarted', () => {
     // The rest of the application kept working.
     expect(localRuns - localBefore).toBeGreaterThan(outage / 50 / 2);
     // Errors are logged, at most once per lease period.
-    const errors = app.logs.periodic().filter((line) => line.startsWith('error: Redis failed'));
+    const errors = app.logs.periodic().filter((line) => line.startsWith('error: RedisCoordinator failed'));
     expect(errors.length).toBeGreaterThan(0);
     expect(errors.length).toBeLessThanOrEqual(Math.ceil(outage / LEASE_MS) + 1);
 
@@ -111,7 +111,7 @@ describeRedis('Redis stopped and restarted', () => {
     await sleep(300);
     expect(exclusiveStarts.filter((startedAt) => startedAt > upAt).length).toBeGreaterThan(3);
     expect(app.logs.periodic()).toContain(
-      'log: Redis answers again: exclusive jobs run again once they hold their lease',
+      'log: RedisCoordinator answers again: exclusive jobs run again once they hold their lease',
     );
     await app.close();
     for (const remaining of servers) await kill(remaining);

@@ -3,10 +3,9 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { now } from '../../lib/scheduler/clock.js';
 import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
-import { Lease, type LeaseStore } from '../../lib/scheduler/lease.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import type { RedisCoordinator } from '../../lib/scheduler/redis-coordinator.js';
+import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { deferred, EventLog, flush, honouringRun, useFakeTimers } from './helpers.js';
 
@@ -20,41 +19,36 @@ const MARGIN = 300;
 
 type Op = 'acquire' | 'renew' | 'release';
 
-/** Leases in memory with Redis's semantics, on the fake clock; it can fail or hang like an unreachable Redis. */
-class MemoryStore implements LeaseStore {
-  readonly leaseMs = LEASE_MS;
-  readonly leases = new Map<string, { token: string; expiresAt: number }>();
-  readonly counters = new Map<string, number>();
+/** The in-memory coordinator on the fake clock, recording every call; it can fail or hang like a store away. */
+class FlakyStore extends InMemoryCoordinator {
   readonly calls: { op: Op; token: string; at: number }[] = [];
   state: 'up' | 'down' | 'hanging' = 'up';
   private readonly hung: (() => void)[] = [];
 
-  acquire(name: string, token: string): Promise<number> {
-    return this.answer('acquire', token, () => {
-      if (this.holder(name) !== undefined) return 0;
-      this.leases.set(name, { token, expiresAt: now() + this.leaseMs });
-      const fencingToken = (this.counters.get(name) ?? 0) + 1;
-      this.counters.set(name, fencingToken);
-      return fencingToken;
-    });
+  constructor() {
+    super({ leaseMs: LEASE_MS });
   }
 
-  renew(name: string, token: string): Promise<boolean> {
-    return this.answer('renew', token, () => {
-      if (this.holder(name) !== token) return false;
-      this.leases.set(name, { token, expiresAt: now() + this.leaseMs });
-      return true;
-    });
+  override acquire(name: string, token: string): Promise<number> {
+    return this.answer('acquire', token, () => super.acquire(name, token));
   }
 
-  release(name: string, token: string): Promise<boolean> {
-    return this.answer('release', token, () => this.holder(name) === token && this.leases.delete(name));
+  override renew(name: string, token: string): Promise<boolean> {
+    return this.answer('renew', token, () => super.renew(name, token));
+  }
+
+  override release(name: string, token: string): Promise<boolean> {
+    return this.answer('release', token, () => super.release(name, token));
   }
 
   /** The token holding `name` now, if any. */
-  holder(name: string): string | undefined {
-    const lease = this.leases.get(name);
-    return lease !== undefined && lease.expiresAt > now() ? lease.token : undefined;
+  override holder(name: string): string | undefined {
+    return super.holder(name);
+  }
+
+  /** Another replica takes the lease, as if this one's had expired in the store. */
+  steal(name: string): void {
+    this.leases.set(name, { owner: 'someone-else', expiresAt: now() + 10 * LEASE_MS });
   }
 
   /** Commands held while hanging are carried out now. */
@@ -67,28 +61,21 @@ class MemoryStore implements LeaseStore {
     return this.calls.filter((call) => call.op === op);
   }
 
-  private answer<T>(op: Op, token: string, command: () => T): Promise<T> {
+  private answer<T>(op: Op, token: string, command: () => Promise<T>): Promise<T> {
     this.calls.push({ op, token, at: now() });
     if (this.state === 'down') return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
     if (this.state === 'hanging') {
       return new Promise((resolve) => this.hung.push(() => resolve(command())));
     }
-    return Promise.resolve(command());
+    return command();
   }
-}
-
-function coordinatorOf(store: LeaseStore): RedisCoordinator {
-  return { lease: (name, holder) => new Lease(store, name, holder) } as Pick<
-    RedisCoordinator,
-    'lease'
-  > as RedisCoordinator;
 }
 
 type Options = Omit<PeriodicSchedulerOptions, 'name' | 'run' | 'coordinator'> &
   Partial<Pick<PeriodicSchedulerOptions, 'run'>>;
 
 /** A started replica of the exclusive job "job". */
-function replica(store: MemoryStore, options: Options) {
+function replica(store: FlakyStore, options: Options) {
   const log = new EventLog();
   const contexts: PeriodicContext[] = [];
   const run = options.run ?? (() => undefined);
@@ -96,7 +83,7 @@ function replica(store: MemoryStore, options: Options) {
     {
       name: 'job',
       exclusive: true,
-      coordinator: coordinatorOf(store),
+      coordinator: store,
       ...options,
       run: (context) => {
         contexts.push(context);
@@ -115,18 +102,24 @@ async function advance(ms: number): Promise<void> {
 }
 
 describe('acquiring', () => {
-  it('acquires at start: leaseAcquired with fencing token 1, and every run carries it', async () => {
-    const store = new MemoryStore();
+  it('acquires at start: leaseAcquired with a fencing token, and every run carries it', async () => {
+    const store = new FlakyStore();
     const { log, contexts } = replica(store, { every: 100 });
     await flush();
-    expect(log.of('leaseAcquired')).toEqual([{ type: 'leaseAcquired', name: 'job', fencingToken: 1 }]);
+    const [{ fencingToken }] = log.of('leaseAcquired');
+    // At least the store's clock in microseconds, so that tokens grow even across a loss of the store's data.
+    expect(fencingToken).toBeGreaterThanOrEqual(Date.now() * 1000);
     await advance(300);
-    expect(contexts.map((context) => context.fencingToken)).toEqual([1, 1, 1]);
+    expect(contexts.map((context) => context.fencingToken)).toEqual([
+      fencingToken,
+      fencingToken,
+      fencingToken,
+    ]);
     expect(store.holder('job')).toBe(store.of('acquire')[0].token);
   });
 
   it('each acquisition has a fresh random token', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const a = replica(store, { every: 100 });
     const b = replica(store, { every: 100 });
     await flush();
@@ -138,7 +131,7 @@ describe('acquiring', () => {
   });
 
   it('a replica without the lease starts nothing, evaluates no guard and emits only nextTick', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const holder = replica(store, { every: 100 });
     await flush();
     const when = jest.fn(() => true);
@@ -151,7 +144,7 @@ describe('acquiring', () => {
   });
 
   it('a replica without the lease emits no missed for a late tick (only nextTick)', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const holder = replica(store, { every: 100 });
     await flush();
     const other = replica(store, { every: 100 });
@@ -164,7 +157,7 @@ describe('acquiring', () => {
   });
 
   it('in shifted mode a tick without the lease arms the next one', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     replica(store, { every: 100 });
     await flush();
     const other = replica(store, { every: 100, delayMode: 'shifted' });
@@ -173,7 +166,7 @@ describe('acquiring', () => {
   });
 
   it('a replica without the lease tries again between 0.7 and 0.95 of leaseMs / 3 later', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     replica(store, { every: 100 });
     await flush();
     const random = jest.spyOn(Math, 'random');
@@ -193,7 +186,7 @@ describe('acquiring', () => {
   });
 
   it('takes over once the holder stops, and its fencing token is larger', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const first = replica(store, { every: 100 });
     await flush();
     const second = replica(store, { every: 100 });
@@ -201,13 +194,14 @@ describe('acquiring', () => {
     await first.scheduler.stop();
     expect(store.holder('job')).toBeUndefined();
     await advance(INTERVAL + 100);
-    expect(second.log.of('leaseAcquired')).toEqual([{ type: 'leaseAcquired', name: 'job', fencingToken: 2 }]);
+    const [taken] = second.log.of('leaseAcquired');
+    expect(taken.fencingToken).toBeGreaterThan(first.log.of('leaseAcquired')[0].fencingToken);
     expect(second.contexts.length).toBeGreaterThan(0);
-    expect(second.contexts.every((context) => context.fencingToken === 2)).toBe(true);
+    expect(second.contexts.every((context) => context.fencingToken === taken.fencingToken)).toBe(true);
   });
 
   it('an answer that comes after the lease would be counted valid is given back, not used', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     store.state = 'hanging';
     const { log, contexts } = replica(store, { every: 100 });
     await advance(LEASE_MS - MARGIN);
@@ -217,12 +211,14 @@ describe('acquiring', () => {
     expect(store.of('release').map((call) => call.token)).toEqual([store.of('acquire')[0].token]);
     expect(store.holder('job')).toBeUndefined();
     await advance(INTERVAL);
-    expect(log.of('leaseAcquired')).toEqual([{ type: 'leaseAcquired', name: 'job', fencingToken: 2 }]);
+    expect(log.of('leaseAcquired')).toEqual([
+      { type: 'leaseAcquired', name: 'job', fencingToken: expect.any(Number) },
+    ]);
     expect(contexts.length).toBeGreaterThan(0);
   });
 
   it('one command at a time: while an acquire hangs, no other is sent', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     store.state = 'hanging';
     replica(store, { every: 100 });
     await advance(5 * INTERVAL);
@@ -232,7 +228,7 @@ describe('acquiring', () => {
 
 describe('renewing', () => {
   it('renews every leaseMs / 3 with the token it acquired with, and keeps the lease for good', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const { log, contexts } = replica(store, { every: 100 });
     await flush();
     await advance(10 * INTERVAL);
@@ -247,19 +243,19 @@ describe('renewing', () => {
   });
 
   it('a renewal refused (stale token) loses the lease: runs stopped with leaseLost, nothing starts', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const { log, contexts } = replica(store, { every: 100, run: honouringRun });
     await flush();
     await advance(150);
     expect(contexts).toHaveLength(1);
     // Another replica's token now holds the key: this one's is stale.
-    store.leases.set('job', { token: 'someone-else', expiresAt: now() + 10 * LEASE_MS });
+    store.steal('job');
     await advance(INTERVAL - 150);
     expect(log.of('leaseLost')).toEqual([
       {
         type: 'leaseLost',
         name: 'job',
-        reason: 'Redis refused the renewal: the lease had expired or another replica holds it',
+        reason: 'the store refused the renewal: the lease had expired or another replica holds it',
       },
     ]);
     expect((contexts[0].signal.reason as PeriodicAbortError).reason).toBe('leaseLost');
@@ -274,7 +270,7 @@ describe('renewing', () => {
   });
 
   it('a renewal that errors loses the lease at once; acquiring resumes once Redis answers', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const { log, contexts } = replica(store, { every: 100 });
     await flush();
     await advance(INTERVAL - 50);
@@ -290,13 +286,14 @@ describe('renewing', () => {
     // The key this replica held expired by itself in the meantime.
     store.state = 'up';
     await advance(INTERVAL);
-    expect(log.of('leaseAcquired').map((event) => event.fencingToken)).toEqual([1, 2]);
+    const [first, second] = log.of('leaseAcquired').map((event) => event.fencingToken);
+    expect(second).toBeGreaterThan(first);
     expect(contexts.length).toBeGreaterThan(before);
-    expect(contexts.at(-1)!.fencingToken).toBe(2);
+    expect(contexts.at(-1)!.fencingToken).toBe(second);
   });
 
   it('a renewal that hangs loses the lease at sent + leaseMs − margin, not a moment before', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const { log, scheduler } = replica(store, { every: 100 });
     await flush();
     const acquiredAt = store.of('acquire')[0].at;
@@ -316,7 +313,7 @@ describe('renewing', () => {
   });
 
   it('a late success of a renewal made before the lease was lost is ignored', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const { log } = replica(store, { every: 100 });
     await flush();
     store.state = 'hanging';
@@ -329,9 +326,34 @@ describe('renewing', () => {
   });
 });
 
+describe('a holder paused past its lease', () => {
+  it('renews nothing when it wakes: it gives the lease up, and another replica takes it at once', async () => {
+    const store = new FlakyStore();
+    const paused = replica(store, { every: 100 });
+    await flush();
+    const other = replica(store, { every: 100 });
+    await advance(INTERVAL / 2);
+    const renewals = store.of('renew').length;
+    // The process is paused for 90% of the lease: on waking, its renewal and its expiry are both due, and
+    // the store still has its lease for a little while.
+    const fakeNow = performance.now.bind(performance);
+    jest.spyOn(performance, 'now').mockImplementation(() => fakeNow() + LEASE_MS * 0.9);
+    await advance(INTERVAL / 2);
+    expect(store.of('renew')).toHaveLength(renewals);
+    expect(paused.log.of('leaseLost')).toEqual([
+      expect.objectContaining({ reason: expect.stringContaining('ran out before it could be renewed') }),
+    ]);
+    const pausedToken = store.of('acquire')[0].token;
+    expect(store.of('release').map((call) => call.token)).toEqual([pausedToken]);
+    expect(store.holder('job')).not.toBe(pausedToken);
+    await advance(INTERVAL);
+    expect(other.log.of('leaseAcquired')).toHaveLength(1);
+  });
+});
+
 describe('releasing', () => {
   it('stop() drains the runs while renewing, then releases: the release comes after the last run ended', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const ending = deferred();
     const order: string[] = [];
     const { log, scheduler } = replica(store, {
@@ -354,7 +376,7 @@ describe('releasing', () => {
   });
 
   it('a replica that stops stops competing: a lease acquired after stop() is given back', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     store.state = 'hanging';
     const { log, scheduler } = replica(store, { every: 100 });
     await scheduler.stop();
@@ -367,7 +389,7 @@ describe('releasing', () => {
   });
 
   it('stop() does not wait for a Redis that does not answer longer than leaseMs / 3', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const { scheduler } = replica(store, { every: 100 });
     await flush();
     store.state = 'hanging';
@@ -380,7 +402,7 @@ describe('releasing', () => {
   });
 
   it('a lease lost while runs drain does not start anything, and stop() still resolves', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const { log, scheduler, contexts } = replica(store, {
       every: 100,
       run: honouringRun,
@@ -397,17 +419,17 @@ describe('releasing', () => {
 
 describe('exclusive runs', () => {
   it('manual mode: tick() without the lease is jobNotStarted; with it, the run has the fencing token', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const holder = replica(store, { every: 100, mode: 'manual' });
     const other = replica(store, { every: 100, mode: 'manual' });
     await flush();
     await expect(other.scheduler.tick()).resolves.toEqual({ ok: false, error: 'jobNotStarted' });
     await expect(holder.scheduler.syncTick()).resolves.toMatchObject({ ok: true, reason: 'normal' });
-    expect(holder.contexts[0].fencingToken).toBe(1);
+    expect(holder.contexts[0].fencingToken).toBe(holder.log.of('leaseAcquired')[0].fencingToken);
   });
 
   it('a lease lost while the guard is pending starts no run', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const guard = deferred<boolean>();
     const { log, contexts, scheduler } = replica(store, {
       every: 100,
@@ -426,7 +448,7 @@ describe('exclusive runs', () => {
   });
 
   it('runs of a job that is not exclusive have no fencing token, even with a coordinator', async () => {
-    const store = new MemoryStore();
+    const store = new FlakyStore();
     const { contexts, log } = replica(store, { every: 100, exclusive: false });
     await advance(100);
     expect(contexts).toHaveLength(1);

@@ -15,9 +15,11 @@ useFakeTimers();
 
 const NUM_RUNS = Number(process.env.NUM_RUNS ?? 1000);
 // A failing property prints its seed and path; SEED and SEED_PATH replay exactly that case.
-if (process.env.SEED !== undefined) {
-  fc.configureGlobal({ seed: Number(process.env.SEED), path: process.env.SEED_PATH, endOnFailure: true });
-}
+const { SEED, SEED_PATH } = process.env;
+const RUNS: fc.Parameters<unknown> =
+  SEED === undefined
+    ? { numRuns: NUM_RUNS }
+    : { numRuns: NUM_RUNS, seed: Number(SEED), path: SEED_PATH, endOnFailure: true };
 // A case takes a few milliseconds; the limit leaves a slow machine room to spare.
 jest.setTimeout(Math.max(60_000, NUM_RUNS * 30));
 
@@ -218,7 +220,7 @@ describe('properties over generated jobs', () => {
           if (end.reason === 'error') expect('error' in end).toBe(true);
         }
       }),
-      { numRuns: NUM_RUNS },
+      RUNS,
     );
   });
 
@@ -235,7 +237,7 @@ describe('properties over generated jobs', () => {
           }
         },
       ),
-      { numRuns: NUM_RUNS },
+      RUNS,
     );
   });
 
@@ -260,7 +262,7 @@ describe('properties over generated jobs', () => {
           expect(ticks.length + missed).toBe(Math.floor((last - first) / c.every) + 1);
         },
       ),
-      { numRuns: NUM_RUNS },
+      RUNS,
     );
   });
 
@@ -277,7 +279,7 @@ describe('properties over generated jobs', () => {
           }
         },
       ),
-      { numRuns: NUM_RUNS },
+      RUNS,
     );
   });
 
@@ -295,7 +297,7 @@ describe('properties over generated jobs', () => {
               : Math.max(c.jobShutdown, 1);
         expect(stopResolvedAt! - stopCalledAt).toBeLessThanOrEqual(grace);
       }),
-      { numRuns: NUM_RUNS },
+      RUNS,
     );
   });
 });

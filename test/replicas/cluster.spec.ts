@@ -1,13 +1,20 @@
-// Three processes of one application share an exclusive job through a real Redis. The holder is killed with
-// SIGKILL once and the next one is closed gracefully once; the runs they log to Redis must start in the order
-// of their fencing tokens, and each handover must be as quick as the lease allows.
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+// Three processes of one application share an exclusive job through a real store, Redis or PostgreSQL. The
+// holder is killed with SIGKILL once and the next one is closed gracefully once; the runs they record in the
+// store must start in the order of their fencing tokens, and each handover must be as quick as the lease allows.
+// A replica whose store does not answer still ends on SIGTERM.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
+import type pg from 'pg';
 import { type Child, compileApp, startNode } from '../nest/child-app.js';
-import { describeWithRedis, dropKeys, REDIS_URL, redisClient, uniquePrefix } from './redis.js';
-
-const describeRedis = await describeWithRedis();
+import {
+  DATABASE_URL,
+  describeWithPostgres,
+  dropTable,
+  postgresPool,
+  uniqueTable,
+} from '../postgres/postgres.js';
+import { describeWithRedis, dropKeys, REDIS_URL, redisClient, uniquePrefix } from '../redis/redis.js';
 
 // Long enough that a loaded CI machine's pauses stay within the margin (leaseMs / 10 = 150 ms).
 const LEASE_MS = 1500;
@@ -19,21 +26,78 @@ const HOLDING = 1500;
 const LOAD = 200;
 
 type RunEntry = [replica: string, fencingToken: number, start: number, end: number];
+type ClosedEntry = [closed: 'closed', replica: string, at: number];
 
 const clock = () => performance.timeOrigin + performance.now();
 
-describeRedis('three replicas of one application', () => {
+/** A store the replicas share, from the test's side: the replicas' environment and what they recorded. */
+interface Store {
+  env: Record<string, string>;
+  /** The same, with the store's address pointing where nothing answers. */
+  unreachable: Record<string, string>;
+  setUp(): Promise<void>;
+  entries<T>(list: 'runs' | 'closed'): Promise<T[]>;
+  tearDown(): Promise<void>;
+}
+
+function redisStore(): Store {
   let redis: Redis;
   const prefix = uniquePrefix();
-  const replicas = new Map<string, Child>();
+  return {
+    env: { STORE: 'redis', REDIS_URL, KEY_PREFIX: prefix },
+    unreachable: { STORE: 'redis', REDIS_URL: 'redis://127.0.0.1:1', KEY_PREFIX: prefix },
+    setUp: async () => {
+      redis = redisClient();
+    },
+    entries: async <T>(list: string) =>
+      (await redis.lrange(`${prefix}${list}`, 0, -1)).map((entry) => JSON.parse(entry) as T),
+    tearDown: async () => {
+      await dropKeys(redis, prefix);
+      await redis.del(`${prefix}runs`, `${prefix}closed`);
+      await redis.quit();
+    },
+  };
+}
 
-  beforeAll(() => {
-    redis = redisClient();
-  });
+function postgresStore(): Store {
+  let pool: pg.Pool;
+  const table = uniqueTable();
+  return {
+    env: { STORE: 'postgres', DATABASE_URL, TABLE: table },
+    unreachable: { STORE: 'postgres', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', TABLE: table },
+    setUp: async () => {
+      pool = postgresPool();
+      await pool.query(`CREATE TABLE "${table}_log" (id serial PRIMARY KEY, list text, entry jsonb)`);
+    },
+    entries: async <T>(list: string) =>
+      (await pool.query(`SELECT entry FROM "${table}_log" WHERE list = $1 ORDER BY id`, [list])).rows.map(
+        (row: { entry: T }) => row.entry,
+      ),
+    tearDown: async () => {
+      await dropTable(pool, `${table}_log`);
+      await dropTable(pool, table);
+      await pool.end();
+    },
+  };
+}
+
+const stores: [string, Store, (name: string, tests: () => void) => void][] = [
+  ['Redis', redisStore(), await describeWithRedis()],
+  ['PostgreSQL', postgresStore(), await describeWithPostgres()],
+];
+
+describe.each(stores)('on %s', (_, store, describeStore) => {
+  describeStore('three replicas of one application', () => cluster(store));
+});
+
+function cluster(store: Store): void {
+  const replicas = new Map<string, Child>();
+  const script = () => compileApp(new URL('replica.ts', import.meta.url).pathname);
+
+  beforeAll(() => store.setUp());
   afterAll(async () => {
     for (const child of replicas.values()) child.process.kill('SIGKILL');
-    await dropKeys(redis, prefix);
-    await redis.quit();
+    await store.tearDown();
   });
 
   /** The replica that prints "acquired" next, among those still running. */
@@ -56,10 +120,10 @@ describeRedis('three replicas of one application', () => {
     });
   }
 
-  it('one holder at a time: no overlap, growing fencing tokens, handovers as quick as the lease allows', async () => {
-    const script = compileApp(new URL('fixtures/replica.ts', import.meta.url).pathname);
-    const env = { REDIS_URL, KEY_PREFIX: prefix, LEASE_MS: String(LEASE_MS) };
-    for (const name of ['A', 'B', 'C']) replicas.set(name, startNode(script, { ...env, REPLICA: name }));
+  it('runs start in fencing-token order; handovers are as quick as the lease allows', async () => {
+    const env = { ...store.env, LEASE_MS: String(LEASE_MS) };
+    const compiled = script();
+    for (const name of ['A', 'B', 'C']) replicas.set(name, startNode(compiled, { ...env, REPLICA: name }));
     const first = nextHolder();
     await Promise.all([...replicas.values()].map((child) => child.waitFor('ready')));
     const killed = await first;
@@ -87,12 +151,10 @@ describeRedis('three replicas of one application', () => {
     await ending.exited;
     replicas.delete(survivor);
 
-    const runs = (await redis.lrange(`${prefix}runs`, 0, -1))
-      .map((entry) => JSON.parse(entry) as RunEntry)
-      .sort((a, b) => a[2] - b[2]);
-    const [[, , releasedAt]] = (await redis.lrange(`${prefix}closed`, 0, -1))
-      .map((entry) => JSON.parse(entry) as [string, string, number])
-      .filter(([, replica]) => replica === closed);
+    const runs = (await store.entries<RunEntry>('runs')).sort((a, b) => a[2] - b[2]);
+    const [[, , releasedAt]] = (await store.entries<ClosedEntry>('closed')).filter(
+      ([, replica]) => replica === closed,
+    );
 
     // What the lease promises (README, "Running several replicas"): runs start in the order of their fencing
     // tokens, so no stale holder starts a run once a newer token is in use, and two runs that overlap (a
@@ -127,4 +189,13 @@ describeRedis('three replicas of one application', () => {
     expect(gracefulHandover).toBeGreaterThan(0);
     expect(gracefulHandover).toBeLessThan(RETRY + EVERY + LOAD);
   }, 60_000);
-});
+
+  it('a replica whose store does not answer still ends on SIGTERM, its connection closed by the recipe', async () => {
+    const child = startNode(script(), { ...store.unreachable, LEASE_MS: String(LEASE_MS), REPLICA: 'D' });
+    replicas.set('D', child);
+    await child.waitFor('ready');
+    child.process.kill('SIGTERM');
+    expect(await child.exited).toEqual({ code: null, signal: 'SIGTERM' });
+    replicas.delete('D');
+  }, 30_000);
+}

@@ -1,0 +1,63 @@
+import type { PeriodicCoordinator } from '../scheduler/coordinator.js';
+import { now } from '../scheduler/clock.js';
+import { readOptions } from '../scheduler/options.js';
+import { checkLeaseMs } from './replies.js';
+
+/** Options of {@link InMemoryCoordinator}. */
+export interface InMemoryCoordinatorOptions {
+  /** How long a lease lasts unless renewed, in integer milliseconds (≥ 100). @default 10_000 */
+  leaseMs?: number;
+}
+
+/**
+ * Leases kept in this process's memory: for applications that share one process (several replicas of an
+ * application booted in one Jest test, to watch exactly one of them run an exclusive job), with the token
+ * rules of the stores: each fencing token is greater than the last and at least the clock in microseconds.
+ * It shares nothing with other processes.
+ */
+export class InMemoryCoordinator implements PeriodicCoordinator {
+  /** How long a lease lasts unless renewed, in ms. */
+  readonly leaseMs: number;
+  /** The leases held, by job name; protected for subclasses that inject failures in tests. */
+  protected readonly leases = new Map<string, { owner: string; expiresAt: number }>();
+  private readonly tokens = new Map<string, number>();
+
+  constructor(options: InMemoryCoordinatorOptions = {}) {
+    const where = 'new InMemoryCoordinator()';
+    const { leaseMs = 10_000 } = readOptions(where, options, ['leaseMs'], '{ leaseMs: 10_000 }');
+    checkLeaseMs(where, leaseMs);
+    this.leaseMs = leaseMs;
+  }
+
+  async acquire(name: string, owner: string): Promise<number> {
+    if (this.holder(name) !== undefined) return 0;
+    this.leases.set(name, { owner, expiresAt: now() + this.leaseMs });
+    const token = Math.max((this.tokens.get(name) ?? 0) + 1, microseconds());
+    this.tokens.set(name, token);
+    return token;
+  }
+
+  async renew(name: string, owner: string): Promise<boolean> {
+    if (this.holder(name) !== owner) return false;
+    this.leases.set(name, { owner, expiresAt: now() + this.leaseMs });
+    return true;
+  }
+
+  async release(name: string, owner: string): Promise<boolean> {
+    return this.holder(name) === owner && this.leases.delete(name);
+  }
+
+  /** The owner holding the lease of `name` now, if any. */
+  protected holder(name: string): string | undefined {
+    const lease = this.leases.get(name);
+    return lease !== undefined && lease.expiresAt > now() ? lease.owner : undefined;
+  }
+}
+
+let lastMicroseconds = 0;
+
+/** The wall clock in microseconds, never the same twice in this process: the floor of fencing tokens. */
+function microseconds(): number {
+  lastMicroseconds = Math.max(Math.floor((performance.timeOrigin + now()) * 1000), lastMicroseconds + 1);
+  return lastMicroseconds;
+}

@@ -1,0 +1,130 @@
+import type { PeriodicCoordinator } from '../scheduler/coordinator.js';
+import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
+import { readOptions } from '../scheduler/options.js';
+import { checkLeaseMs, integerReply } from './replies.js';
+
+/** What the coordinator needs of its connection: a `pg` Pool or Client has it. */
+export interface PostgresQueryable {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** Options of {@link PostgresCoordinator}. */
+export interface PostgresCoordinatorOptions {
+  /** A `pg` Pool (or Client, or any object with `query(text, values)`); the application closes it. */
+  pool: PostgresQueryable;
+  /**
+   * The table that keeps the leases, created if missing: a plain SQL identifier, optionally `schema.table`.
+   * Give each application sharing a database its own. @default 'periodic_leases'
+   */
+  table?: string;
+  /** How long a lease lasts unless renewed, in integer milliseconds (≥ 100). @default 10_000 */
+  leaseMs?: number;
+}
+
+const OPTION_NAMES = ['pool', 'table', 'leaseMs'];
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/**
+ * Shares the leases of `exclusive` jobs between the replicas of an application through PostgreSQL: one row
+ * per job in one table, timed on the database server's clock. Each step is one statement, so no connection
+ * is held between them (no advisory lock pins one). A released lease keeps its row, and with it the job's
+ * last fencing token; a new token is the larger of that plus one and the server's clock in microseconds, so
+ * tokens grow even if the table is truncated.
+ */
+export class PostgresCoordinator implements PeriodicCoordinator {
+  /** The table, quoted: `"schema"."table"`. */
+  readonly table: string;
+  /** How long a lease lasts unless renewed, in ms. */
+  readonly leaseMs: number;
+  readonly #pool: PostgresQueryable;
+  #created: Promise<void> | undefined;
+
+  constructor(options: PostgresCoordinatorOptions) {
+    const where = 'new PostgresCoordinator()';
+    const given = readOptions(where, options, OPTION_NAMES, '{ pool: new Pool({ connectionString }) }');
+    const {
+      pool,
+      table = 'periodic_leases',
+      leaseMs = 10_000,
+    } = given as Partial<PostgresCoordinatorOptions>;
+    if (typeof pool?.query !== 'function') {
+      throw new PeriodicConfigError(
+        `${where}: "pool" must be a pg Pool or Client (an object with query(text, values)), such as ` +
+          `new Pool({ connectionString: process.env.DATABASE_URL }), got ${describeValue(pool)}`,
+      );
+    }
+    const parts = typeof table === 'string' ? table.split('.') : [];
+    if (parts.length < 1 || parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
+      throw new PeriodicConfigError(
+        `${where}: "table" must be a plain SQL identifier, or schema.table, of letters, digits and _ ` +
+          `(at most 63 each, not starting with a digit), such as 'periodic_leases', got ${describeValue(table)}`,
+      );
+    }
+    checkLeaseMs(where, leaseMs);
+    this.#pool = pool;
+    this.table = parts.map((part) => `"${part}"`).join('.');
+    this.leaseMs = leaseMs;
+  }
+
+  async acquire(name: string, owner: string): Promise<number> {
+    const rows = await this.#query(
+      `INSERT INTO ${this.table} AS lease (name, owner, expires_at, fencing_token)
+       VALUES ($1, $2, clock_timestamp() + $3::integer * interval '1 millisecond',
+               (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
+       ON CONFLICT (name) DO UPDATE
+         SET owner = excluded.owner, expires_at = excluded.expires_at,
+             fencing_token = greatest(lease.fencing_token + 1, excluded.fencing_token)
+         WHERE lease.owner IS NULL OR lease.expires_at <= clock_timestamp()
+       RETURNING fencing_token`,
+      [name, owner, this.leaseMs],
+    );
+    if (rows.length === 0) return 0;
+    return integerReply('acquire', (rows[0] as { fencing_token?: unknown } | undefined)?.fencing_token);
+  }
+
+  async renew(name: string, owner: string): Promise<boolean> {
+    const rows = await this.#query(
+      `UPDATE ${this.table} SET expires_at = clock_timestamp() + $3::integer * interval '1 millisecond'
+       WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
+       RETURNING 1`,
+      [name, owner, this.leaseMs],
+    );
+    return rows.length === 1;
+  }
+
+  async release(name: string, owner: string): Promise<boolean> {
+    const rows = await this.#query(
+      `UPDATE ${this.table} SET owner = NULL, expires_at = clock_timestamp()
+       WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
+       RETURNING 1`,
+      [name, owner],
+    );
+    return rows.length === 1;
+  }
+
+  /** The statement's rows, once the table exists. */
+  async #query(text: string, values: unknown[]): Promise<unknown[]> {
+    await (this.#created ??= this.#create());
+    const result = await this.#pool.query(text, values);
+    if (!Array.isArray(result?.rows)) {
+      throw new Error(`the database answered ${describeValue(result)}, which has no rows`);
+    }
+    return result.rows;
+  }
+
+  /** Creates the table if it is missing; replicas that start together may race, and the loser tries again. */
+  async #create(): Promise<void> {
+    const create = `CREATE TABLE IF NOT EXISTS ${this.table} (
+      name text PRIMARY KEY,
+      owner text,
+      expires_at timestamptz NOT NULL,
+      fencing_token bigint NOT NULL
+    )`;
+    try {
+      await this.#pool.query(create).catch(() => this.#pool.query(create));
+    } catch (error) {
+      this.#created = undefined;
+      throw error;
+    }
+  }
+}

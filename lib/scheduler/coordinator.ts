@@ -1,0 +1,153 @@
+import { now } from './clock.js';
+import { describeValue, messageOf } from './errors.js';
+
+/**
+ * A store that the replicas of an application share, holding the leases of its `exclusive` jobs: one lease per
+ * job name, held by one owner at a time. Each method is one atomic step in the store. The package ships
+ * `InMemoryCoordinator`, `RedisCoordinator` and `PostgresCoordinator`; an application may write its own
+ * (the README shows one), and check it with the contract in `test/coordinators/contract.ts`.
+ */
+export interface PeriodicCoordinator {
+  /** How long a lease lasts from the moment it is taken or renewed, in integer milliseconds. */
+  readonly leaseMs: number;
+  /**
+   * Takes the lease of job `name` for `owner` unless another owner holds it. Resolves the new fencing token,
+   * a positive safe integer greater than every token issued before for `name`, even if the store lost its
+   * data in between (floor it at the store's clock in microseconds); or 0 when another owner holds the lease.
+   */
+  acquire(name: string, owner: string): Promise<number>;
+  /** Extends the lease by `leaseMs` if `owner` holds it still: true; false if it does not. */
+  renew(name: string, owner: string): Promise<boolean>;
+  /** Gives the lease up if `owner` holds it still, so that another owner may take it at once: true if it did. */
+  release(name: string, owner: string): Promise<boolean>;
+}
+
+/** Where failures of a coordinator are reported, and their end. */
+export interface CoordinatorLog {
+  error(message: string): void;
+  log(message: string): void;
+}
+
+/** A coordinator's replies checked and its failures reported, once for every job that uses it. */
+interface Watched {
+  readonly coordinator: PeriodicCoordinator;
+  log: CoordinatorLog;
+  /** Failures are reported at most once per `leaseMs`; those in between are counted. */
+  reportedAt: number;
+  unreported: number;
+  failing: boolean;
+}
+
+const watched = new WeakMap<PeriodicCoordinator, Watched>();
+
+/** Without Nest, failures of a coordinator become process warnings (code `PERIODIC_COORDINATOR`). */
+const warnings: CoordinatorLog = {
+  error: (message) => process.emitWarning(message, { code: 'PERIODIC_COORDINATOR' }),
+  log: () => undefined,
+};
+
+function watch(coordinator: PeriodicCoordinator): Watched {
+  let entry = watched.get(coordinator);
+  if (entry === undefined) {
+    entry = { coordinator, log: warnings, reportedAt: -Infinity, unreported: 0, failing: false };
+    watched.set(coordinator, entry);
+  }
+  return entry;
+}
+
+/** Sends the failures of `coordinator` to `log` (the Nest layer's logger) instead of process warnings. */
+export function reportCoordinatorTo(coordinator: PeriodicCoordinator, log: CoordinatorLog): void {
+  watch(coordinator).log = log;
+}
+
+/**
+ * The calls the engine makes to a coordinator. A reply of the wrong type (a token that is not a safe integer,
+ * an answer that is not a boolean) is a failure, never a lease; every failure is logged at most once per
+ * `leaseMs`, with a count of those in between, and the first success after failures is logged once.
+ */
+export class CoordinatorCalls {
+  private readonly entry: Watched;
+
+  constructor(coordinator: PeriodicCoordinator) {
+    this.entry = watch(coordinator);
+  }
+
+  get leaseMs(): number {
+    return this.entry.coordinator.leaseMs;
+  }
+
+  acquire(name: string, owner: string): Promise<number> {
+    return this.call('acquire', name, () => this.entry.coordinator.acquire(name, owner), TOKEN);
+  }
+
+  renew(name: string, owner: string): Promise<boolean> {
+    return this.call('renew', name, () => this.entry.coordinator.renew(name, owner), BOOLEAN);
+  }
+
+  release(name: string, owner: string): Promise<boolean> {
+    return this.call('release', name, () => this.entry.coordinator.release(name, owner), BOOLEAN);
+  }
+
+  private async call<T>(
+    step: 'acquire' | 'renew' | 'release',
+    name: string,
+    send: () => Promise<T>,
+    reply: { accepts(value: unknown): value is T; expected: string },
+  ): Promise<T> {
+    try {
+      const answer: unknown = await send();
+      if (!reply.accepts(answer)) {
+        throw new Error(`${step}() answered ${describeValue(answer)}, not ${reply.expected}`);
+      }
+      this.recovered();
+      return answer;
+    } catch (error) {
+      this.failed(`${STEPS[step]} the lease of "${name}"`, error);
+      throw error;
+    }
+  }
+
+  private recovered(): void {
+    const { entry } = this;
+    if (!entry.failing) return;
+    entry.failing = false;
+    entry.log.log(
+      `${storeName(entry.coordinator)} answers again: exclusive jobs run again once they hold their lease`,
+    );
+  }
+
+  private failed(what: string, error: unknown): void {
+    const { entry } = this;
+    entry.failing = true;
+    const at = now();
+    if (at - entry.reportedAt < entry.coordinator.leaseMs) {
+      entry.unreported++;
+      return;
+    }
+    const more = entry.unreported === 0 ? '' : ` (${entry.unreported} more failed since the last report)`;
+    entry.log.error(
+      `${storeName(entry.coordinator)} failed while ${what}: ${messageOf(error)}${more}. Exclusive jobs start ` +
+        `no run until their lease is held again; the next report comes in ${entry.coordinator.leaseMs}ms at the earliest`,
+    );
+    entry.reportedAt = at;
+    entry.unreported = 0;
+  }
+}
+
+/** The coordinator as log lines name it: its class. */
+function storeName(coordinator: PeriodicCoordinator): string {
+  return coordinator.constructor?.name || 'the coordinator';
+}
+
+const STEPS = { acquire: 'acquiring', renew: 'renewing', release: 'releasing' };
+
+const TOKEN = {
+  accepts: (value: unknown): value is number =>
+    typeof value === 'number' && Number.isSafeInteger(value) && value >= 0,
+  expected: 'a fencing token (a safe integer ≥ 0)',
+};
+
+const BOOLEAN = {
+  accepts: (value: unknown): value is boolean => typeof value === 'boolean',
+  expected: 'true or false',
+};

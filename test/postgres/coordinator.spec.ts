@@ -1,0 +1,124 @@
+// PostgresCoordinator against a real PostgreSQL: its table and statements, the coordinator contract, and
+// exclusive jobs of two applications sharing the database.
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import type pg from 'pg';
+import { Periodic, type PeriodicContext, PeriodicModule, PostgresCoordinator } from '../../lib/index.js';
+import { coordinatorContract } from '../coordinators/contract.js';
+import { useApps } from '../nest/helpers.js';
+import { describeWithPostgres, dropTable, postgresPool, uniqueTable } from './postgres.js';
+
+const describePostgres = await describeWithPostgres();
+
+describePostgres('the leases table', () => {
+  let pool: pg.Pool;
+  const tables: string[] = [];
+  beforeAll(() => {
+    pool = postgresPool();
+  });
+  afterAll(async () => {
+    for (const table of tables) await dropTable(pool, table);
+    await pool.end();
+  });
+  const coordinator = () => {
+    tables.push(uniqueTable());
+    return new PostgresCoordinator({ pool, table: tables.at(-1), leaseMs: 5000 });
+  };
+
+  it('is created on first use; a lease is one row timed on the server clock; a release keeps the token', async () => {
+    const leases = coordinator();
+    const token = await leases.acquire('cleanup', 'owner-a');
+    const { rows } = await pool.query(
+      `SELECT owner, fencing_token, expires_at - clock_timestamp() AS left FROM ${leases.table} WHERE name = $1`,
+      ['cleanup'],
+    );
+    expect(rows).toEqual([{ owner: 'owner-a', fencing_token: String(token), left: expect.anything() }]);
+    const [{ micros }] = (
+      await pool.query('SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS micros')
+    ).rows as { micros: string }[];
+    expect(token).toBeLessThanOrEqual(Number(micros));
+    expect(token).toBeGreaterThan(Number(micros) - 60e6);
+    await expect(leases.release('cleanup', 'owner-a')).resolves.toBe(true);
+    const after = await pool.query(`SELECT owner, fencing_token FROM ${leases.table}`);
+    expect(after.rows).toEqual([{ owner: null, fencing_token: String(token) }]);
+  });
+
+  it('replicas that start together all find the table', async () => {
+    const table = uniqueTable();
+    tables.push(table);
+    const replicas = Array.from({ length: 5 }, () => new PostgresCoordinator({ pool, table }));
+    const tokens = await Promise.all(replicas.map((replica, i) => replica.acquire('cleanup', `owner-${i}`)));
+    expect(tokens.filter((token) => token > 0)).toHaveLength(1);
+  });
+
+  it('a schema-qualified table is quoted part by part', async () => {
+    const table = uniqueTable();
+    tables.push(table);
+    const leases = new PostgresCoordinator({ pool, table: `public.${table}` });
+    expect(leases.table).toBe(`"public"."${table}"`);
+    await expect(leases.acquire('cleanup', 'owner-a')).resolves.toBeGreaterThan(0);
+  });
+});
+
+describePostgres('PostgresCoordinator keeps the coordinator contract', () => {
+  let pool: pg.Pool;
+  const table = uniqueTable();
+  beforeAll(() => {
+    pool = postgresPool();
+  });
+  afterAll(async () => {
+    await dropTable(pool, table);
+    await pool.end();
+  });
+  const contract = coordinatorContract({
+    make: (leaseMs) => new PostgresCoordinator({ pool, table, leaseMs }),
+    wipe: async () => {
+      await pool.query(`TRUNCATE "${table}"`);
+    },
+    garbled: () =>
+      new PostgresCoordinator({ pool: { query: async () => ({ rows: [{ fencing_token: 'soon' }] }) } }),
+  });
+  for (const [rule, check] of contract) it(rule, check);
+});
+
+describePostgres('two applications with one exclusive job', () => {
+  const createApp = useApps();
+  let pool: pg.Pool;
+  const table = uniqueTable();
+  beforeAll(() => {
+    pool = postgresPool();
+  });
+  afterAll(async () => {
+    await dropTable(pool, table);
+    await pool.end();
+  });
+
+  it('one runs the job; when it closes, the other takes over with a larger fencing token', async () => {
+    const runs: [string, number][] = [];
+    const appNamed = (app: string) => {
+      @Injectable()
+      class Reports {
+        @Periodic({ every: 20, exclusive: true })
+        send({ fencingToken }: PeriodicContext): void {
+          runs.push([app, fencingToken!]);
+        }
+      }
+      const coordinator = new PostgresCoordinator({ pool, table, leaseMs: 600 });
+      return createApp({
+        imports: [PeriodicModule.forRoot({ coordinator, logger: false })],
+        providers: [Reports],
+      });
+    };
+    const first = await appNamed('first');
+    const { fencingToken: firstToken } = await first.events.once('leaseAcquired');
+    const second = await appNamed('second');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(new Set(runs.map(([app]) => app))).toEqual(new Set(['first']));
+    const taken = second.events.once('leaseAcquired');
+    await first.close();
+    const { fencingToken: secondToken } = await taken;
+    expect(secondToken).toBeGreaterThan(firstToken);
+    await second.events.once('started');
+    expect(runs.filter(([app]) => app === 'second').every(([, token]) => token === secondToken)).toBe(true);
+  });
+});

@@ -1,0 +1,44 @@
+import { describe } from '@jest/globals';
+import pg from 'pg';
+
+type Describe = (name: string, tests: () => void) => void;
+
+/** The PostgreSQL these tests use: `DATABASE_URL`, else the local default. */
+export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A pool on `DATABASE_URL` whose idle-client errors (a server restarted under it) are left to the test. */
+export function postgresPool(options: pg.PoolConfig = {}): pg.Pool {
+  return new pg.Pool({ connectionString: DATABASE_URL, ...options }).on('error', () => undefined);
+}
+
+/**
+ * `describe` when PostgreSQL answers at `DATABASE_URL`; otherwise `describe.skip` and a message that says why,
+ * or, with `CI=true`, an error: CI must not pass on tests it skipped.
+ */
+export async function describeWithPostgres(): Promise<Describe> {
+  const client = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return describe;
+  } catch (error) {
+    const why = `no PostgreSQL answers at ${DATABASE_URL} (${(error as Error).message})`;
+    if (process.env.CI === 'true') throw new Error(`${why}; CI needs it: .ci/run starts PostgreSQL`);
+    process.stderr.write(
+      `SKIPPED: these PostgreSQL tests, as ${why}. Start PostgreSQL, or set DATABASE_URL.\n`,
+    );
+    return describe.skip;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** A table name no other test uses, so that tests can run side by side on one database. */
+export function uniqueTable(): string {
+  return `periodic_test_${process.pid}_${Math.random().toString(36).slice(2)}`;
+}
+
+/** Drops a table a test made. */
+export async function dropTable(pool: pg.Pool, table: string): Promise<void> {
+  await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+}

@@ -1,0 +1,118 @@
+// How the engine calls any coordinator: failures reported at most once per lease, their end once, and replies
+// of the wrong type taken as failures, never as a lease. On fake timers, with a coordinator that fails on demand.
+import { describe, expect, it, jest } from '@jest/globals';
+import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
+import { reportCoordinatorTo } from '../../lib/scheduler/coordinator.js';
+import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
+import { EventLog, flush, useFakeTimers } from './helpers.js';
+
+useFakeTimers();
+
+/** Leases in memory, or failures like an unreachable store's, or a reply of its own choosing. */
+class FlakyCoordinator extends InMemoryCoordinator {
+  down = true;
+  calls = 0;
+  error = new Error('connect ECONNREFUSED 127.0.0.1:6379');
+  reply: unknown = undefined;
+
+  override async acquire(name: string, owner: string): Promise<number> {
+    this.calls++;
+    if (this.down) throw this.error;
+    return this.reply === undefined ? super.acquire(name, owner) : (this.reply as number);
+  }
+}
+
+function exclusiveJob(coordinator: InMemoryCoordinator): EventLog {
+  const log = new EventLog();
+  new PeriodicScheduler(
+    { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
+    log.sink,
+  ).start();
+  return log;
+}
+
+function logTo(coordinator: InMemoryCoordinator) {
+  const log = { error: jest.fn<(message: string) => void>(), log: jest.fn<(message: string) => void>() };
+  reportCoordinatorTo(coordinator, log);
+  return log;
+}
+
+describe('failures of a coordinator', () => {
+  it('are reported at most once per leaseMs, counting those in between; the end of them once', async () => {
+    const coordinator = new FlakyCoordinator({ leaseMs: 300 });
+    const log = logTo(coordinator);
+    const events = exclusiveJob(coordinator);
+    await flush();
+    await jest.advanceTimersByTimeAsync(3000);
+    // An attempt every 70 to 95 ms for 3 s, reported every 300 ms at most.
+    expect(coordinator.calls).toBeGreaterThan(30);
+    expect(log.error.mock.calls.length).toBeGreaterThanOrEqual(9);
+    expect(log.error.mock.calls.length).toBeLessThanOrEqual(11);
+    const [first, second] = log.error.mock.calls.map(([message]) => message);
+    expect(first).toBe(
+      'FlakyCoordinator failed while acquiring the lease of "job": connect ECONNREFUSED 127.0.0.1:6379. ' +
+        'Exclusive jobs start no run until their lease is held again; the next report comes in 300ms at the earliest',
+    );
+    expect(second).toMatch(
+      /^FlakyCoordinator failed while acquiring the lease of "job": connect ECONNREFUSED .*\(\d more failed since the last report\)\./,
+    );
+    expect(events.of('started')).toEqual([]);
+
+    coordinator.down = false;
+    await jest.advanceTimersByTimeAsync(200);
+    expect(log.log.mock.calls).toEqual([
+      ['FlakyCoordinator answers again: exclusive jobs run again once they hold their lease'],
+    ]);
+    expect(events.of('leaseAcquired')).toHaveLength(1);
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(events.of('leaseAcquired')).toHaveLength(1);
+    expect(events.of('leaseLost')).toEqual([]);
+    expect(events.of('started').length).toBeGreaterThan(0);
+    expect(log.log).toHaveBeenCalledTimes(1);
+  });
+
+  it('the line reads as one sentence when the error message ends with a full stop', async () => {
+    const coordinator = new FlakyCoordinator({ leaseMs: 300 });
+    coordinator.error = new Error('Connection is closed.');
+    const log = logTo(coordinator);
+    exclusiveJob(coordinator);
+    await flush();
+    expect(log.error.mock.calls[0][0]).toMatch(
+      /^FlakyCoordinator failed while acquiring the lease of "job": Connection is closed\. Exclusive jobs/,
+    );
+  });
+
+  it('are process warnings (code PERIODIC_COORDINATOR) when no Nest logger is set', async () => {
+    const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    exclusiveJob(new FlakyCoordinator({ leaseMs: 300 }));
+    await flush();
+    expect(warn).toHaveBeenCalledWith(
+      expect.stringMatching(/^FlakyCoordinator failed while acquiring the lease of "job"/),
+      { code: 'PERIODIC_COORDINATOR' },
+    );
+  });
+});
+
+describe('replies of the wrong type', () => {
+  it.each<[string, unknown]>([
+    ['a string', '1'],
+    ['a fraction', 1.5],
+    ['a negative number', -1],
+    ['beyond 2^53', 2 ** 53],
+    ['null', null],
+    ['an object', { token: 1 }],
+  ])('a token that is %s is a failure, never a lease', async (_, reply) => {
+    const coordinator = new FlakyCoordinator({ leaseMs: 300 });
+    coordinator.down = false;
+    coordinator.reply = reply;
+    const log = logTo(coordinator);
+    const events = exclusiveJob(coordinator);
+    await flush();
+    await jest.advanceTimersByTimeAsync(500);
+    expect(events.of('leaseAcquired')).toEqual([]);
+    expect(events.of('started')).toEqual([]);
+    expect(log.error.mock.calls[0][0]).toMatch(
+      /acquire\(\) answered .*, not a fencing token \(a safe integer ≥ 0\)/,
+    );
+  });
+});
