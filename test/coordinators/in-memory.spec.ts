@@ -1,5 +1,7 @@
-import { describe, it } from '@jest/globals';
-import { InMemoryCoordinator } from '../../lib/index.js';
+import { describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { InMemoryCoordinator, Periodic, PeriodicModule } from '../../lib/index.js';
+import { useApps } from '../nest/helpers.js';
 import { coordinatorContract } from './contract.js';
 
 describe('InMemoryCoordinator keeps the coordinator contract', () => {
@@ -14,4 +16,34 @@ describe('InMemoryCoordinator keeps the coordinator contract', () => {
     },
   });
   for (const [rule, check] of contract) it(rule, check);
+});
+
+describe('two replicas of an application in one Jest process', () => {
+  const createApp = useApps();
+
+  it('share an InMemoryCoordinator: exactly one runs the exclusive job, and the other takes over on close', async () => {
+    const coordinator = new InMemoryCoordinator({ leaseMs: 300 });
+    const runs: string[] = [];
+    const replica = (name: string) => {
+      @Injectable()
+      class Digest {
+        @Periodic({ every: 10, exclusive: true })
+        send(): void {
+          runs.push(name);
+        }
+      }
+      return createApp({
+        imports: [PeriodicModule.forRoot({ coordinator, logger: false })],
+        providers: [Digest],
+      });
+    };
+    const first = await replica('first');
+    await first.events.once('started');
+    const second = await replica('second');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(new Set(runs)).toEqual(new Set(['first']));
+    await first.close();
+    await second.events.once('started');
+    expect(runs.at(-1)).toBe('second');
+  });
 });

@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { dirname, join, relative } from 'node:path';
 import ts from 'typescript';
 
@@ -87,4 +89,13 @@ export function startNode(script: string, env: Record<string, string> = {}): Chi
             );
           }),
   };
+}
+
+/** A TCP port on 127.0.0.1 that nothing listens on now. */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
 }

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { describe } from '@jest/globals';
 import pg from 'pg';
 
@@ -41,4 +43,51 @@ export function uniqueTable(): string {
 /** Drops a table a test made. */
 export async function dropTable(pool: pg.Pool, table: string): Promise<void> {
   await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+}
+
+/**
+ * As {@link describeWithPostgres}, for a test that runs a PostgreSQL cluster of its own: Debian's
+ * `pg_createcluster` must be there, and the tests must run as root (it creates the cluster as postgres).
+ */
+export async function describeWithOwnCluster(): Promise<Describe> {
+  const found = await describeWithPostgres();
+  if (found !== describe) return found;
+  const { error, status } = spawnSync('pg_lsclusters', ['--help'], { stdio: 'ignore' });
+  if (error === undefined && status === 0 && process.getuid?.() === 0) return describe;
+  const why = 'pg_createcluster cannot be run as root here';
+  if (process.env.CI === 'true') throw new Error(`${why}; CI needs it: install Debian's postgresql`);
+  process.stderr.write(`SKIPPED: this PostgreSQL restart test, as ${why}.\n`);
+  return describe.skip;
+}
+
+/** A PostgreSQL cluster of a test's own, on `port`, to stop and restart without disturbing other tests. */
+export class OwnCluster {
+  readonly version = readdirSync('/etc/postgresql')[0];
+  readonly name = `periodic_test_${process.pid}`;
+
+  constructor(readonly port: number) {}
+
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  create(): void {
+    run('pg_createcluster', [this.version, this.name, '-p', String(this.port), '--', '--auth=trust']);
+    this.ctl('start');
+  }
+
+  ctl(action: 'start' | 'stop' | 'restart'): void {
+    run('pg_ctlcluster', ['--skip-systemctl-redirect', this.version, this.name, action]);
+  }
+
+  drop(): void {
+    run('pg_dropcluster', ['--stop', this.version, this.name]);
+  }
+}
+
+function run(command: string, args: string[]): void {
+  const { status, stderr, error } = spawnSync(command, args, { encoding: 'utf8' });
+  if (error !== undefined || status !== 0) {
+    throw new Error(`${command} ${args.join(' ')} failed: ${error?.message ?? stderr}`);
+  }
 }

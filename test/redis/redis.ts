@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { describe } from '@jest/globals';
 
 type Describe = (name: string, tests: () => void) => void;
@@ -64,4 +64,26 @@ export function uniquePrefix(): string {
 export async function dropKeys(redis: Redis, prefix: string): Promise<void> {
   const keys = await redis.keys(`${prefix}*`);
   await redis.del(prefix, ...keys);
+}
+
+/**
+ * A redis-server of a test's own on `port`, keeping nothing on disk (with `args` added, and `cwd` for the files
+ * of a cluster node); resolves once it accepts connections.
+ */
+export async function startRedis(port: number, args: string[] = [], cwd?: string): Promise<ChildProcess> {
+  const server = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],
+    { stdio: ['ignore', 'pipe', 'inherit'], cwd },
+  );
+  let output = '';
+  server.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  await new Promise<void>((resolve, reject) => {
+    server.on('error', (error) =>
+      reject(new Error(`cannot start redis-server (${error.message}); install it`)),
+    );
+    server.on('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
+    server.stdout!.on('data', () => output.includes('Ready to accept connections') && resolve());
+  });
+  return server;
 }

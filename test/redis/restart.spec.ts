@@ -1,49 +1,19 @@
 // Redis goes away while a replica holds the lease of an exclusive job, and comes back. This test runs its own
 // redis-server on a free port, so that stopping it disturbs no other test.
 import { afterAll, afterEach, expect, it } from '@jest/globals';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { Periodic, type PeriodicContext, PeriodicModule, RedisCoordinator } from '../../lib/index.js';
+import { freePort } from '../nest/child-app.js';
 import { useApps } from '../nest/helpers.js';
-import { describeWithRedisServer } from './redis.js';
+import { describeWithRedisServer, startRedis } from './redis.js';
 
 const describeRedis = await describeWithRedisServer();
 
 const LEASE_MS = 600;
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
-/** A redis-server of this test's own, keeping nothing on disk; resolves once it accepts connections. */
-async function startRedis(port: number): Promise<ChildProcess> {
-  const server = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  let output = '';
-  server.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const ready = new Promise<void>((resolve, reject) => {
-    server.on('error', (error) =>
-      reject(new Error(`cannot start redis-server (${error.message}); install it`)),
-    );
-    server.on('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
-    server.stdout!.on('data', () => output.includes('Ready to accept connections') && resolve());
-  });
-  await ready;
-  return server;
-}
 
 describeRedis('Redis stopped and restarted', () => {
   const createApp = useApps();
@@ -64,12 +34,14 @@ describeRedis('Redis stopped and restarted', () => {
     servers.add(await startRedis(port));
 
     const exclusiveStarts: number[] = [];
+    const tokens: number[] = [];
     let localRuns = 0;
     @Injectable()
     class Jobs {
       @Periodic({ every: 50, exclusive: true, name: 'report' })
-      report({ startedAt }: PeriodicContext): void {
+      report({ startedAt, fencingToken }: PeriodicContext): void {
         exclusiveStarts.push(startedAt);
+        tokens.push(fencingToken!);
       }
 
       @Periodic({ every: 50, name: 'local' })
@@ -107,9 +79,19 @@ describeRedis('Redis stopped and restarted', () => {
 
     servers.add(await startRedis(port));
     const upAt = performance.now();
-    await app.events.once('leaseAcquired');
+    const lastBefore = exclusiveStarts.at(-1)!;
+    const tokenBefore = tokens.at(-1)!;
+    const { fencingToken } = await app.events.once('leaseAcquired');
     await sleep(300);
-    expect(exclusiveStarts.filter((startedAt) => startedAt > upAt).length).toBeGreaterThan(3);
+    const after = exclusiveStarts.filter((startedAt) => startedAt > upAt);
+    expect(after.length).toBeGreaterThan(3);
+    // The new Redis kept nothing (no persistence): the token still grows, floored at Redis's clock.
+    expect(fencingToken).toBeGreaterThan(tokenBefore);
+    console.log(
+      `Redis restart: the lease was lost ${(lostAt - downAt).toFixed(0)} ms after Redis went away; the first ` +
+        `run came ${(after[0] - upAt).toFixed(0)} ms after it was back (no exclusive run for ` +
+        `${(after[0] - lastBefore).toFixed(0)} ms, of which ${(upAt - downAt).toFixed(0)} ms down; leaseMs ${LEASE_MS})`,
+    );
     expect(app.logs.periodic()).toContain(
       'log: RedisCoordinator answers again: exclusive jobs run again once they hold their lease',
     );

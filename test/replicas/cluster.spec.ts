@@ -32,6 +32,7 @@ const clock = () => performance.timeOrigin + performance.now();
 
 /** A store the replicas share, from the test's side: the replicas' environment and what they recorded. */
 interface Store {
+  name: string;
   env: Record<string, string>;
   /** The same, with the store's address pointing where nothing answers. */
   unreachable: Record<string, string>;
@@ -44,6 +45,7 @@ function redisStore(): Store {
   let redis: Redis;
   const prefix = uniquePrefix();
   return {
+    name: 'Redis',
     env: { STORE: 'redis', REDIS_URL, KEY_PREFIX: prefix },
     unreachable: { STORE: 'redis', REDIS_URL: 'redis://127.0.0.1:1', KEY_PREFIX: prefix },
     setUp: async () => {
@@ -63,6 +65,7 @@ function postgresStore(): Store {
   let pool: pg.Pool;
   const table = uniqueTable();
   return {
+    name: 'PostgreSQL',
     env: { STORE: 'postgres', DATABASE_URL, TABLE: table },
     unreachable: { STORE: 'postgres', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', TABLE: table },
     setUp: async () => {
@@ -181,7 +184,7 @@ function cluster(store: Store): void {
     const sigkillHandover = byReplica(closed)[0][2] - killedAt;
     const gracefulHandover = byReplica(survivor)[0][2] - releasedAt;
     console.log(
-      `handover after SIGKILL: ${sigkillHandover.toFixed(0)} ms (bound ${LEASE_MS + RETRY + EVERY + LOAD} ms); ` +
+      `${store.name}: handover after SIGKILL: ${sigkillHandover.toFixed(0)} ms (bound ${LEASE_MS + RETRY + EVERY + LOAD} ms); ` +
         `after a graceful close: ${gracefulHandover.toFixed(0)} ms from the release (bound ${RETRY + EVERY + LOAD} ms)`,
     );
     expect(sigkillHandover).toBeGreaterThan(0);

@@ -1,0 +1,63 @@
+// PostgreSQL restarted while a replica holds the lease of an exclusive job. The test runs a cluster of its
+// own on a free port, so that restarting it disturbs no other test; the leases survive the restart on disk,
+// and the fencing tokens must not go backwards.
+import { afterAll, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Injectable } from '@nestjs/common';
+import pg from 'pg';
+import { Periodic, type PeriodicContext, PeriodicModule, PostgresCoordinator } from '../../lib/index.js';
+import { freePort } from '../nest/child-app.js';
+import { useApps } from '../nest/helpers.js';
+import { describeWithOwnCluster, OwnCluster } from './postgres.js';
+
+const describeCluster = await describeWithOwnCluster();
+
+const LEASE_MS = 600;
+
+describeCluster('PostgreSQL restarted', () => {
+  const createApp = useApps();
+  let cluster: OwnCluster | undefined;
+  const pools: pg.Pool[] = [];
+  afterAll(async () => {
+    for (const pool of pools) await pool.end().catch(() => undefined);
+    cluster?.drop();
+  });
+
+  it('the lease is lost while it is away, taken again when it is back, with a larger token', async () => {
+    cluster = new OwnCluster(await freePort());
+    cluster.create();
+    const runs: { startedAt: number; fencingToken: number }[] = [];
+    @Injectable()
+    class Jobs {
+      @Periodic({ every: 50, exclusive: true, name: 'report' })
+      report({ startedAt, fencingToken }: PeriodicContext): void {
+        runs.push({ startedAt, fencingToken: fencingToken! });
+      }
+    }
+    const pool = new pg.Pool({ connectionString: cluster.url, connectionTimeoutMillis: 1000 });
+    pool.on('error', () => undefined);
+    pools.push(pool);
+    const coordinator = new PostgresCoordinator({ pool, leaseMs: LEASE_MS });
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ coordinator })], providers: [Jobs] });
+    await app.events.once('leaseAcquired');
+    await sleep(300);
+    const before = runs.at(-1)!;
+
+    const lost = app.events.once('leaseLost');
+    const downAt = performance.now();
+    cluster.ctl('restart');
+    const upAt = performance.now();
+    await lost;
+    const { fencingToken } = await app.events.once('leaseAcquired');
+    await sleep(300);
+    const after = runs.filter((run) => run.startedAt > upAt);
+    expect(after.length).toBeGreaterThan(3);
+    expect(fencingToken).toBeGreaterThan(before.fencingToken);
+    expect(after.every((run) => run.fencingToken === fencingToken)).toBe(true);
+    console.log(
+      `PostgreSQL restart: the restart took ${(upAt - downAt).toFixed(0)} ms; no exclusive run for ` +
+        `${(after[0].startedAt - before.startedAt).toFixed(0)} ms (leaseMs ${LEASE_MS})`,
+    );
+    await app.close();
+  }, 60_000);
+});
