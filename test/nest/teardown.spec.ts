@@ -17,8 +17,8 @@ class Pool {
   closed = false;
 }
 
-@Module({ providers: [{ provide: Pool, useFactory: () => new Pool() }], exports: [Pool] })
-class PoolModule {
+/** The hooks of a module class that provides a pool. */
+class OwnsPool {
   constructor(@Inject(Pool) private readonly pool: Pool) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -30,6 +30,9 @@ class PoolModule {
     this.pool.closed = true;
   }
 }
+
+@Module({ providers: [{ provide: Pool, useFactory: () => new Pool() }], exports: [Pool] })
+class PoolModule extends OwnsPool {}
 
 /** Records whether the pool was connected at each run, and open while the run cleaned up after its signal. */
 @Injectable()
@@ -52,18 +55,7 @@ class Reader {
   providers: [{ provide: Pool, useFactory: () => new Pool() }, Reader],
   exports: [Pool],
 })
-class ReaderInPoolModule {
-  constructor(@Inject(Pool) private readonly pool: Pool) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    await sleep(50);
-    this.pool.connected = true;
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    this.pool.closed = true;
-  }
-}
+class ReaderInPoolModule extends OwnsPool {}
 
 describe('a module class that opens a resource in its hooks', () => {
   const createApp = useApps();

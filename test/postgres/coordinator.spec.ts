@@ -1,31 +1,21 @@
 // PostgresCoordinator against a real PostgreSQL: its table and statements, the coordinator contract, and
 // exclusive jobs of two applications sharing the database.
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import type pg from 'pg';
 import { Periodic, type PeriodicContext, PeriodicModule, PostgresCoordinator } from '../../lib/index.js';
 import { coordinatorContract } from '../coordinators/contract.js';
 import { useApps } from '../nest/helpers.js';
-import { describeWithPostgres, dropTable, postgresPool, uniqueTable } from './postgres.js';
+import { describeWithPostgres, usePostgres } from './postgres.js';
 
 const describePostgres = await describeWithPostgres();
 
 describePostgres('the leases table', () => {
-  let pool: pg.Pool;
-  const tables: string[] = [];
-  beforeAll(() => {
-    pool = postgresPool();
-  });
-  afterAll(async () => {
-    for (const table of tables) await dropTable(pool, table);
-    await pool.end();
-  });
-  const coordinator = () => {
-    tables.push(uniqueTable());
-    return new PostgresCoordinator({ pool, table: tables.at(-1), leaseMs: 5000 });
-  };
+  const postgres = usePostgres();
+  const coordinator = () =>
+    new PostgresCoordinator({ pool: postgres.pool(), table: postgres.table(), leaseMs: 5000 });
 
   it('is created on first use; a lease is one row timed on the server clock; a release keeps the token', async () => {
+    const pool = postgres.pool();
     const leases = coordinator();
     const token = await leases.acquire('cleanup', 'owner-a');
     const { rows } = await pool.query(
@@ -44,36 +34,30 @@ describePostgres('the leases table', () => {
   });
 
   it('replicas that start together all find the table', async () => {
-    const table = uniqueTable();
-    tables.push(table);
-    const replicas = Array.from({ length: 5 }, () => new PostgresCoordinator({ pool, table }));
+    const table = postgres.table();
+    const replicas = Array.from(
+      { length: 5 },
+      () => new PostgresCoordinator({ pool: postgres.pool(), table }),
+    );
     const tokens = await Promise.all(replicas.map((replica, i) => replica.acquire('cleanup', `owner-${i}`)));
     expect(tokens.filter((token) => token > 0)).toHaveLength(1);
   });
 
   it('a schema-qualified table is quoted part by part', async () => {
-    const table = uniqueTable();
-    tables.push(table);
-    const leases = new PostgresCoordinator({ pool, table: `public.${table}` });
+    const table = postgres.table();
+    const leases = new PostgresCoordinator({ pool: postgres.pool(), table: `public.${table}` });
     expect(leases.table).toBe(`"public"."${table}"`);
     await expect(leases.acquire('cleanup', 'owner-a')).resolves.toBeGreaterThan(0);
   });
 });
 
 describePostgres('PostgresCoordinator keeps the coordinator contract', () => {
-  let pool: pg.Pool;
-  const table = uniqueTable();
-  beforeAll(() => {
-    pool = postgresPool();
-  });
-  afterAll(async () => {
-    await dropTable(pool, table);
-    await pool.end();
-  });
+  const postgres = usePostgres();
+  const table = postgres.table();
   const contract = coordinatorContract({
-    make: (leaseMs) => new PostgresCoordinator({ pool, table, leaseMs }),
+    make: (leaseMs) => new PostgresCoordinator({ pool: postgres.pool(), table, leaseMs }),
     wipe: async () => {
-      await pool.query(`TRUNCATE "${table}"`);
+      await postgres.pool().query(`TRUNCATE "${table}"`);
     },
     garbled: () =>
       new PostgresCoordinator({ pool: { query: async () => ({ rows: [{ fencing_token: 'soon' }] }) } }),
@@ -83,15 +67,8 @@ describePostgres('PostgresCoordinator keeps the coordinator contract', () => {
 
 describePostgres('two applications with one exclusive job', () => {
   const createApp = useApps();
-  let pool: pg.Pool;
-  const table = uniqueTable();
-  beforeAll(() => {
-    pool = postgresPool();
-  });
-  afterAll(async () => {
-    await dropTable(pool, table);
-    await pool.end();
-  });
+  const postgres = usePostgres();
+  const table = postgres.table();
 
   it('one runs the job; when it closes, the other takes over with a larger fencing token', async () => {
     const runs: [string, number][] = [];
@@ -103,7 +80,7 @@ describePostgres('two applications with one exclusive job', () => {
           runs.push([app, fencingToken!]);
         }
       }
-      const coordinator = new PostgresCoordinator({ pool, table, leaseMs: 600 });
+      const coordinator = new PostgresCoordinator({ pool: postgres.pool(), table, leaseMs: 600 });
       return createApp({
         imports: [PeriodicModule.forRoot({ coordinator, logger: false })],
         providers: [Reports],

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { describe } from '@jest/globals';
+import { afterAll, describe } from '@jest/globals';
 import pg from 'pg';
 
 type Describe = (name: string, tests: () => void) => void;
@@ -38,6 +38,27 @@ export async function describeWithPostgres(): Promise<Describe> {
 /** A table name no other test uses, so that tests can run side by side on one database. */
 export function uniqueTable(): string {
   return `periodic_test_${process.pid}_${Math.random().toString(36).slice(2)}`;
+}
+
+/**
+ * A pool for the tests of the calling `describe`, made when first asked for, and tables no other test uses;
+ * the tables are dropped and the pool closed after those tests.
+ */
+export function usePostgres(): { pool(): pg.Pool; table(): string } {
+  let pool: pg.Pool | undefined;
+  const tables: string[] = [];
+  afterAll(async () => {
+    if (pool === undefined) return;
+    for (const table of tables) await dropTable(pool, table);
+    await pool.end();
+  });
+  return {
+    pool: () => (pool ??= postgresPool()),
+    table: () => {
+      tables.push(uniqueTable());
+      return tables.at(-1)!;
+    },
+  };
 }
 
 /** Drops a table a test made. */
