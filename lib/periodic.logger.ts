@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { LOGGER_CONTEXT } from './periodic.constants.js';
-import { describeValue } from './scheduler/errors.js';
+import { describeValue, isError } from './scheduler/errors.js';
 import type { PeriodicEvent } from './scheduler/events.js';
 
 /**
@@ -50,6 +50,6 @@ export function eventLogger(timeoutOf: (name: string) => number | undefined): (e
 
 /** `<what>: <message>`, with the stack when the value thrown is an `Error`. */
 export function logError(logger: Logger, what: string, error: unknown): void {
-  if (error instanceof Error) logger.error(`${what}: ${error.message}`, error.stack);
+  if (isError(error)) logger.error(`${what}: ${error.message}`, error.stack);
   else logger.error(`${what}: ${describeValue(error)}`);
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { PeriodicCoordinator } from '../scheduler/coordinator.js';
-import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
+import { describeValue, isError, PeriodicConfigError } from '../scheduler/errors.js';
 import { readOptions } from '../scheduler/options.js';
 import { checkLeaseMs, integerReply } from './replies.js';
 
@@ -117,7 +117,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       try {
         return await this.#client.evalsha(sha1, keys, ...args);
       } catch (error) {
-        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+        if (!isError(error) || !error.message.startsWith('NOSCRIPT')) throw error;
         return await this.#client.eval(source, keys, ...args);
       }
     };

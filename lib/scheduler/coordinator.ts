@@ -67,6 +67,8 @@ export function reportCoordinatorTo(coordinator: PeriodicCoordinator, log: Coord
  */
 export class CoordinatorCalls {
   private readonly entry: Watched;
+  /** Set once the lease is released: answers that come later (a command still out) are not reported. */
+  private silent = false;
 
   constructor(coordinator: PeriodicCoordinator) {
     this.entry = watch(coordinator);
@@ -107,9 +109,14 @@ export class CoordinatorCalls {
     }
   }
 
+  /** The replica is done with the lease: nothing the store answers from now on is reported. */
+  silence(): void {
+    this.silent = true;
+  }
+
   private recovered(): void {
     const { entry } = this;
-    if (!entry.failing) return;
+    if (!entry.failing || this.silent) return;
     entry.failing = false;
     entry.log.log(
       `${storeName(entry.coordinator)} answers again: exclusive jobs run again once they hold their lease`,
@@ -117,6 +124,7 @@ export class CoordinatorCalls {
   }
 
   private failed(what: string, error: unknown): void {
+    if (this.silent) return;
     const { entry } = this;
     entry.failing = true;
     const at = now();

@@ -1,4 +1,4 @@
-import { inspect } from 'node:util';
+import { inspect, types } from 'node:util';
 
 /** Why the scheduler aborted a run's signal: the `reason` of its {@link PeriodicAbortError}. */
 export type AbortReason = 'timeout' | 'stopPrevious' | 'shutdown' | 'leaseLost';
@@ -39,7 +39,15 @@ export function describeValue(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
+/**
+ * Whether a thrown value is an error: an `Error` of this realm, or a native one of another (Node's own errors
+ * are of another realm inside Jest's test context, where `instanceof Error` is false for them).
+ */
+export function isError(value: unknown): value is Error {
+  return value instanceof Error || types.isNativeError(value);
+}
+
 /** What a thrown value says, set inside a sentence: an error's message without its final period, else the value. */
 export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message.replace(/\.+$/, '') : describeValue(error);
+  return isError(error) ? error.message.replace(/\.+$/, '') : describeValue(error);
 }

@@ -68,17 +68,22 @@ export class Lease {
     this.phase = 'released';
     this.step.cancel();
     this.expiry.cancel();
-    if (this.fencingToken === 0) return Promise.resolve();
+    if (this.fencingToken === 0) {
+      this.store.silence();
+      return Promise.resolve();
+    }
     this.fencingToken = 0;
     const released = this.store.release(this.name, this.token);
     return new Promise((resolve) => {
-      const timer = new DeadlineTimer({ onDeadline: resolve });
-      timer.armAt(now() + this.interval);
-      // A failed release was reported by the store; the lease then expires by itself.
+      // A failed release was reported; the lease then expires by itself. Whatever the store answers after
+      // this, the replica has moved on (its application has closed): it is not reported.
       const done = () => {
         timer.cancel();
+        this.store.silence();
         resolve();
       };
+      const timer = new DeadlineTimer({ onDeadline: done });
+      timer.armAt(now() + this.interval);
       released.then(done, done);
     });
   }

@@ -1,5 +1,5 @@
 import { DeadlineTimer, now } from './clock.js';
-import { describeValue, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
+import { describeValue, isError, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
 import type { JobExitReason, PeriodicEvent, PeriodicEventSink, PeriodicEventType } from './events.js';
 import {
   checkOption,
@@ -347,7 +347,7 @@ export class PeriodicScheduler {
   }
 
   private sinkFailed(type: PeriodicEventType, error: unknown): void {
-    const detail = error instanceof Error ? (error.stack ?? error.message) : describeValue(error);
+    const detail = isError(error) ? (error.stack ?? error.message) : describeValue(error);
     process.emitWarning(`the event sink of job "${this.name}" threw on "${type}": ${detail}`, {
       code: 'PERIODIC_EVENT_SINK',
     });

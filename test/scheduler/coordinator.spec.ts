@@ -1,10 +1,11 @@
 // How the engine calls any coordinator: failures reported at most once per lease, their end once, and replies
 // of the wrong type taken as failures, never as a lease. On fake timers, with a coordinator that fails on demand.
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import { reportCoordinatorTo } from '../../lib/scheduler/coordinator.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { EventLog, flush, useFakeTimers } from './helpers.js';
+import { deferred, EventLog, flush, useFakeTimers } from './helpers.js';
 
 useFakeTimers();
 
@@ -80,6 +81,35 @@ describe('failures of a coordinator', () => {
     expect(log.error.mock.calls[0][0]).toMatch(
       /^FlakyCoordinator failed while acquiring the lease of "job": Connection is closed\. Exclusive jobs/,
     );
+  });
+
+  it("read an error of another realm (Node's own errors inside Jest) as an error: its message, no stack", async () => {
+    const coordinator = new FlakyCoordinator({ leaseMs: 300 });
+    coordinator.error = runInNewContext("new Error('connect ECONNREFUSED 127.0.0.1:5499')") as Error;
+    const log = logTo(coordinator);
+    exclusiveJob(coordinator);
+    await flush();
+    expect(log.error.mock.calls[0][0]).toMatch(
+      /^FlakyCoordinator failed while acquiring the lease of "job": connect ECONNREFUSED 127\.0\.0\.1:5499\. Exclusive/,
+    );
+  });
+
+  it('are not reported once the lease is released: a command still out when the job stopped fails quietly', async () => {
+    const coordinator = new FlakyCoordinator({ leaseMs: 300 });
+    const answer = deferred<number>();
+    coordinator.acquire = () => answer.promise;
+    const log = logTo(coordinator);
+    const scheduler = new PeriodicScheduler(
+      { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
+      () => undefined,
+    );
+    scheduler.start();
+    await scheduler.stop();
+    answer.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    await flush();
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(log.error).not.toHaveBeenCalled();
+    expect(log.log).not.toHaveBeenCalled();
   });
 
   it('are process warnings (code PERIODIC_COORDINATOR) when no Nest logger is set', async () => {
