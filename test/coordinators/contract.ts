@@ -18,8 +18,11 @@ export interface ContractSubject {
   garbled?(): PeriodicCoordinator;
 }
 
-/** Long enough for a round trip to a store on this machine, short enough to wait for in a test. */
-const LEASE = 300;
+/**
+ * Long enough for a round trip to a store on this machine and for a loaded machine's delays (a check renews
+ * at 0.6 of it, so a sleep may overrun by 0.4 of it), short enough to wait for in a test.
+ */
+const LEASE = 600;
 
 export function coordinatorContract(subject: ContractSubject): [string, () => Promise<void>][] {
   let jobs = 0;

@@ -22,7 +22,8 @@ describe('two replicas of an application in one Jest process', () => {
   const createApp = useApps();
 
   it('share an InMemoryCoordinator: exactly one runs the exclusive job, and the other takes over on close', async () => {
-    const coordinator = new InMemoryCoordinator({ leaseMs: 300 });
+    // A lease long enough that no pause of a loaded machine outlasts its margin (leaseMs / 10).
+    const coordinator = new InMemoryCoordinator({ leaseMs: 3000 });
     const runs: string[] = [];
     const replica = (name: string) => {
       @Injectable()

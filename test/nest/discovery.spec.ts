@@ -199,7 +199,7 @@ describe('modules loaded lazily', () => {
   it('the jobs of a module loaded through LazyModuleLoader after bootstrap start when it is loaded, and drain on close', async () => {
     @Injectable()
     class Report {
-      @Periodic({ every: 5, initialDelay: 0 })
+      @Periodic({ every: 5, initialDelay: 0, onOverlap: 'ignore' })
       build(context: PeriodicContext): Promise<void> {
         return new Promise((resolve) => context.signal.addEventListener('abort', () => resolve()));
       }

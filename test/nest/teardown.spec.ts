@@ -201,6 +201,8 @@ describe('the package leaves no trace on user objects once the application is cl
     expect(Object.getOwnPropertyNames(db)).toEqual(['closes']);
     await sleep(10);
     gc();
+    await sleep(10);
+    gc();
     // Nest itself keeps the last application it compiled (so it does without this package): the others are gone.
     expect(hosts.slice(0, -1).filter((host) => host.deref() !== undefined)).toEqual([]);
   });

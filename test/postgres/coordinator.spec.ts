@@ -80,7 +80,7 @@ describePostgres('two applications with one exclusive job', () => {
           runs.push([app, fencingToken!]);
         }
       }
-      const coordinator = new PostgresCoordinator({ pool: postgres.pool(), table, leaseMs: 600 });
+      const coordinator = new PostgresCoordinator({ pool: postgres.pool(), table, leaseMs: 3000 });
       return createApp({
         imports: [PeriodicModule.forRoot({ coordinator, logger: false })],
         providers: [Reports],

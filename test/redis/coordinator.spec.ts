@@ -184,7 +184,7 @@ describeRedis('two applications with one exclusive job', () => {
     }
     const client = redisClient();
     clients.push(client);
-    const coordinator = new RedisCoordinator({ client, keyPrefix, leaseMs: 300 });
+    const coordinator = new RedisCoordinator({ client, keyPrefix, leaseMs: 3000 });
     return createApp({ imports: [PeriodicModule.forRoot({ coordinator })], providers: [Reports] });
   }
 
