@@ -50,7 +50,6 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly searched = new WeakSet<NestModule>();
   /** The jobs found so far, by instance and method: an instance provided by two modules has its jobs once. */
   private readonly found = new WeakMap<object, Set<string | symbol>>();
-  private lazyLoad: Load | undefined;
 
   constructor(
     private readonly container: ModulesContainer,
@@ -71,7 +70,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
     );
     this.lifecycle.startAfter(root.providers.get(root.metatype)!.instance as object, () => this.watchable());
     // Nest calls no lifecycle hook in a module loaded lazily: its jobs start when it is loaded.
-    const load = (this.lazyLoad = this.lazyLoader.load);
+    const load = this.lazyLoader.load;
     this.lazyLoader.load = async (...args: Parameters<Load>) => {
       const loaded = await load.apply(this.lazyLoader, args);
       this.search();
@@ -83,7 +82,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
     if (this.app.explorer !== this) return;
     await this.app.registry.close();
     this.lifecycle.release();
-    if (this.lazyLoad !== undefined) Reflect.deleteProperty(this.lazyLoader, 'load');
+    Reflect.deleteProperty(this.lazyLoader, 'load');
   }
 
   private modules(): NestModule[] {
