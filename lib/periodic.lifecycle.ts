@@ -70,7 +70,7 @@ export class Lifecycle {
       for (const instance of instances()) this.watch(instance);
       this.registry.bootstrap();
     };
-    if (!Reflect.defineProperty(root, hook, { value: wrapper, configurable: true, writable: true })) {
+    if (!wrap(root, hook, wrapper)) {
       throw new PeriodicConfigError(
         `PeriodicModule: cannot start jobs after the application has bootstrapped, because the root module's ` +
           `object (${root.constructor?.name}) is frozen or not extensible; do not freeze module classes`,
@@ -101,15 +101,7 @@ export class Lifecycle {
       const watchers = new Set<Lifecycle>();
       const wrapper: Hook = (...args) => destroying(instance, own, watchers, args);
       // An object that cannot be wrapped and that no job depends on is simply not watched.
-      if (
-        !Reflect.defineProperty(instance, 'onModuleDestroy', {
-          value: wrapper,
-          configurable: true,
-          writable: true,
-        })
-      ) {
-        return;
-      }
+      if (!wrap(instance, 'onModuleDestroy', wrapper)) return;
       slots.set(instance, (slot = { own, wrapper, watchers }));
     }
     if (slot.watchers.has(this)) return;
@@ -166,6 +158,11 @@ function original(instance: object, hook: string, own: PropertyDescriptor | unde
         : undefined;
   }
   return typeof value === 'function' ? (value as Hook) : undefined;
+}
+
+/** Makes `wrapper` the object's own hook; false when the object is frozen or not extensible. */
+function wrap(instance: object, hook: string, wrapper: Hook): boolean {
+  return Reflect.defineProperty(instance, hook, { value: wrapper, configurable: true, writable: true });
 }
 
 /** Puts the object's hook back as it was, unless someone replaced the wrapper since. */
