@@ -4,7 +4,7 @@ export type { PeriodicModuleOptions } from './periodic.options.js';
 export { PeriodicRegistry } from './periodic.registry.js';
 export { PeriodicEvents } from './periodic.events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
-export type { PeriodicCoordinator } from './scheduler/coordinator.js';
+export type { PeriodicCoordinator, PeriodicFleetSchedule } from './scheduler/coordinator.js';
 export { InMemoryCoordinator, type InMemoryCoordinatorOptions } from './coordinators/in-memory.js';
 export { type RedisClient, RedisCoordinator, type RedisCoordinatorOptions } from './coordinators/redis.js';
 export {

@@ -1,4 +1,4 @@
-import type { PeriodicCoordinator } from '../scheduler/coordinator.js';
+import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
 import { now } from '../scheduler/clock.js';
 import { readOptions } from '../scheduler/options.js';
 import { checkLeaseMs } from './replies.js';
@@ -21,6 +21,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   /** The leases held, by job name; protected for subclasses that inject failures in tests. */
   protected readonly leases = new Map<string, { owner: string; expiresAt: number }>();
   private readonly tokens = new Map<string, number>();
+  private readonly schedules = new Map<string, PeriodicFleetSchedule>();
 
   constructor(options: InMemoryCoordinatorOptions = {}) {
     const where = 'new InMemoryCoordinator()';
@@ -45,6 +46,24 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
 
   async release(name: string, owner: string): Promise<boolean> {
     return this.holder(name) === owner && this.leases.delete(name);
+  }
+
+  async readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
+    const schedule = this.schedules.get(name);
+    return schedule === undefined ? null : { ...schedule };
+  }
+
+  async writeSchedule(
+    name: string,
+    owner: string,
+    fencingToken: number,
+    schedule: PeriodicFleetSchedule,
+  ): Promise<boolean> {
+    if (this.holder(name) !== owner || this.tokens.get(name) !== fencingToken) return false;
+    if (schedule.last < (this.schedules.get(name)?.last ?? 0)) return false;
+    const { grid, last, next } = schedule;
+    this.schedules.set(name, { grid, last, next });
+    return true;
   }
 
   /** The owner holding the lease of `name` now, if any. */

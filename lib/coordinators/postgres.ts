@@ -1,4 +1,4 @@
-import type { PeriodicCoordinator } from '../scheduler/coordinator.js';
+import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
 import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
 import { readOptions } from '../scheduler/options.js';
 import { checkLeaseMs, integerReply } from './replies.js';
@@ -13,7 +13,7 @@ export interface PostgresCoordinatorOptions {
   /** A `pg` Pool (or Client, or any object with `query(text, values)`); the application closes it. */
   pool: PostgresQueryable;
   /**
-   * The table that keeps the leases, created if missing: a plain SQL identifier, optionally `schema.table`.
+   * The table that keeps the leases and the jobs' schedules, created if missing: a plain SQL identifier, optionally `schema.table`.
    * Give each application sharing a database its own. @default 'periodic_leases'
    */
   table?: string;
@@ -26,9 +26,9 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /**
  * Shares the leases of `exclusive` jobs between the replicas of an application through PostgreSQL: one row
- * per job in one table, timed on the database server's clock. Each step is one statement, so no connection
+ * per job in one table, timed on the database server's clock, which also keeps the job's schedule. Each step is one statement, so no connection
  * is held between them (no advisory lock pins one). A released lease keeps its row, and with it the job's
- * last fencing token; a new token is the larger of that plus one and the server's clock in microseconds, so
+ * last fencing token and its schedule; a new token is the larger of that plus one and the server's clock in microseconds, so
  * tokens grow even if the table is truncated.
  */
 export class PostgresCoordinator implements PeriodicCoordinator {
@@ -102,6 +102,37 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     return rows.length === 1;
   }
 
+  async readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
+    const [row] = (await this.#query(
+      `SELECT grid, last_slot, next_slot FROM ${this.table} WHERE name = $1 AND grid IS NOT NULL`,
+      [name],
+    )) as { grid?: unknown; last_slot?: unknown; next_slot?: unknown }[];
+    if (row === undefined) return null;
+    if (typeof row.grid !== 'string')
+      throw new Error(`the database answered ${describeValue(row)} to readSchedule`);
+    return {
+      grid: row.grid,
+      last: integerReply('readSchedule', row.last_slot),
+      next: integerReply('readSchedule', row.next_slot),
+    };
+  }
+
+  async writeSchedule(
+    name: string,
+    owner: string,
+    fencingToken: number,
+    { grid, last, next }: PeriodicFleetSchedule,
+  ): Promise<boolean> {
+    const rows = await this.#query(
+      `UPDATE ${this.table} SET grid = $4, last_slot = $5, next_slot = $6
+       WHERE name = $1 AND owner = $2 AND fencing_token = $3 AND expires_at > clock_timestamp()
+         AND last_slot <= $5
+       RETURNING 1`,
+      [name, owner, fencingToken, grid, last, next],
+    );
+    return rows.length === 1;
+  }
+
   /** The statement's rows, once the table exists. */
   async #query(text: string, values: unknown[]): Promise<unknown[]> {
     await (this.#created ??= this.#create());
@@ -118,7 +149,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       name text PRIMARY KEY,
       owner text,
       expires_at timestamptz NOT NULL,
-      fencing_token bigint NOT NULL
+      fencing_token bigint NOT NULL,
+      grid text,
+      last_slot bigint NOT NULL DEFAULT 0,
+      next_slot bigint NOT NULL DEFAULT 0
     )`;
     try {
       await this.#pool.query(create).catch(() => this.#pool.query(create));

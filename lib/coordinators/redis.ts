@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PeriodicCoordinator } from '../scheduler/coordinator.js';
+import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
 import { describeValue, isError, PeriodicConfigError } from '../scheduler/errors.js';
 import { readOptions } from '../scheduler/options.js';
 import { checkLeaseMs, integerReply } from './replies.js';
@@ -15,7 +15,8 @@ export interface RedisCoordinatorOptions {
   /** The connection, e.g. `new Redis(process.env.REDIS_URL)` from ioredis; the application closes it. */
   client: RedisClient;
   /**
-   * Prepended to a job's name to make its lease key; the key itself holds the fencing counters. Give each
+   * Prepended to a job's name to make its lease key; the key itself holds the jobs' fencing counters and
+   * schedules. Give each
    * application sharing a Redis its own. With Redis Cluster, put a hash tag in it: `'{periodic}:'`.
    * @default 'periodic:'
    */
@@ -25,7 +26,7 @@ export interface RedisCoordinatorOptions {
 }
 
 /**
- * KEYS: lease key, fencing counters; ARGV: owner, leaseMs, job name. Takes the lease unless it is held; on
+ * KEYS: lease key, the hash of the jobs' counters and schedules; ARGV: owner, leaseMs, job name. Takes the lease unless it is held; on
  * success the job's fencing token becomes the larger of the last one plus one and Redis's clock in
  * microseconds, so that it grows even when Redis lost the counters (a restart without persistence, FLUSHALL,
  * a failover). Returns the token, or 0 when the lease is held. Lua numbers are doubles: the token is stored
@@ -36,8 +37,9 @@ const ACQUIRE = `if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 end
 local time = redis.call('TIME')
 local floor = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local token = math.max(tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0') + 1, floor)
-redis.call('HSET', KEYS[2], ARGV[3], string.format('%d', token))
+local field = 'token:' .. ARGV[3]
+local token = math.max(tonumber(redis.call('HGET', KEYS[2], field) or '0') + 1, floor)
+redis.call('HSET', KEYS[2], field, string.format('%d', token))
 return token`;
 
 /** KEYS: lease key; ARGV: owner, leaseMs. Extends the lease if the owner holds it still: 1, else 0. */
@@ -51,6 +53,21 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0`;
+
+/**
+ * KEYS: lease key, the hash; ARGV: owner, fencing token, job name, last, next, grid. Stores the job's schedule
+ * if the owner holds the lease with that token and \`last\` does not go back: 1, else 0.
+ */
+const WRITE_SCHEDULE = `if redis.call('GET', KEYS[1]) ~= ARGV[1]
+  or redis.call('HGET', KEYS[2], 'token:' .. ARGV[3]) ~= ARGV[2]
+  or tonumber(ARGV[4]) < tonumber(redis.call('HGET', KEYS[2], 'last:' .. ARGV[3]) or '0') then
+  return 0
+end
+redis.call('HSET', KEYS[2], 'last:' .. ARGV[3], ARGV[4], 'next:' .. ARGV[3], ARGV[5], 'grid:' .. ARGV[3], ARGV[6])
+return 1`;
+
+/** KEYS: the hash; ARGV: job name. The job's schedule as [last, next, grid], each nil if missing. */
+const READ_SCHEDULE = `return redis.call('HMGET', KEYS[1], 'last:' .. ARGV[1], 'next:' .. ARGV[1], 'grid:' .. ARGV[1])`;
 
 const OPTION_NAMES = ['client', 'keyPrefix', 'leaseMs'];
 
@@ -69,6 +86,8 @@ export class RedisCoordinator implements PeriodicCoordinator {
   readonly #acquire: (...args: (string | number)[]) => Promise<unknown>;
   readonly #renew: (...args: (string | number)[]) => Promise<unknown>;
   readonly #release: (...args: (string | number)[]) => Promise<unknown>;
+  readonly #readSchedule: (...args: (string | number)[]) => Promise<unknown>;
+  readonly #writeSchedule: (...args: (string | number)[]) => Promise<unknown>;
 
   constructor(options: RedisCoordinatorOptions) {
     const where = 'new RedisCoordinator()';
@@ -92,6 +111,8 @@ export class RedisCoordinator implements PeriodicCoordinator {
     this.#acquire = this.#script(ACQUIRE, 2);
     this.#renew = this.#script(RENEW, 1);
     this.#release = this.#script(RELEASE, 1);
+    this.#readSchedule = this.#script(READ_SCHEDULE, 1);
+    this.#writeSchedule = this.#script(WRITE_SCHEDULE, 2);
   }
 
   async acquire(name: string, owner: string): Promise<number> {
@@ -108,6 +129,28 @@ export class RedisCoordinator implements PeriodicCoordinator {
 
   async release(name: string, owner: string): Promise<boolean> {
     return integerReply('release', await this.#release(this.keyPrefix + name, owner), 1) === 1;
+  }
+
+  async readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
+    const reply = await this.#readSchedule(this.keyPrefix, name);
+    const [last, next, grid] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    // Lua turns the nil of a missing field into false; a client may give null.
+    if (grid === null || grid === false) return null;
+    if (typeof grid !== 'string') throw new Error(`Redis answered ${describeValue(reply)} to readSchedule`);
+    return { grid, last: integerReply('readSchedule', last), next: integerReply('readSchedule', next) };
+  }
+
+  async writeSchedule(
+    name: string,
+    owner: string,
+    fencingToken: number,
+    { grid, last, next }: PeriodicFleetSchedule,
+  ): Promise<boolean> {
+    const { keyPrefix } = this;
+    const args = [owner, fencingToken, name, last, next, grid];
+    return (
+      integerReply('writeSchedule', await this.#writeSchedule(keyPrefix + name, keyPrefix, ...args), 1) === 1
+    );
   }
 
   /** A script run by its SHA1 (`EVALSHA`), sent whole (`EVAL`) when Redis does not have it yet. */

@@ -2,8 +2,22 @@ import { now } from './clock.js';
 import { describeValue, messageOf } from './errors.js';
 
 /**
- * A store that the replicas of an application share, holding the leases of its `exclusive` jobs: one lease per
- * job name, held by one owner at a time. Each method is one atomic step in the store. The package ships
+ * The schedule an exclusive job keeps in its coordinator, so that every replica that comes to hold the lease
+ * continues it (README, "One schedule for the whole fleet"). Times are wall-clock milliseconds since the epoch.
+ */
+export interface PeriodicFleetSchedule {
+  /** The options the schedule was written under, e.g. `'every 60000 regular'`: a holder with others starts a new grid. */
+  grid: string;
+  /** The slot of the last tick the fleet handled (its run started, or its guard said no); 0 before the first. */
+  last: number;
+  /** When the fleet's next tick is due; 0 while a shifted-mode run is in flight (its end is not known yet). */
+  next: number;
+}
+
+/**
+ * A store that the replicas of an application share, holding the leases of its `exclusive` jobs (one lease per
+ * job name, held by one owner at a time) and each job's schedule. Each method is one atomic step in the store.
+ * The package ships
  * `InMemoryCoordinator`, `RedisCoordinator` and `PostgresCoordinator`; an application may write its own
  * (the README shows one), and check it with the contract in `test/coordinators/contract.ts`.
  */
@@ -20,6 +34,19 @@ export interface PeriodicCoordinator {
   renew(name: string, owner: string): Promise<boolean>;
   /** Gives the lease up if `owner` holds it still, so that another owner may take it at once: true if it did. */
   release(name: string, owner: string): Promise<boolean>;
+  /** The schedule last written for job `name`, or null if none was (or the store lost it). */
+  readSchedule(name: string): Promise<PeriodicFleetSchedule | null>;
+  /**
+   * Stores the schedule of job `name` if `owner` holds its lease still, with `fencingToken` as the lease's
+   * current token, and `schedule.last` is not below the stored one: true if it did. A replica that lost its lease
+   * can therefore never move the schedule, nor move it back.
+   */
+  writeSchedule(
+    name: string,
+    owner: string,
+    fencingToken: number,
+    schedule: PeriodicFleetSchedule,
+  ): Promise<boolean>;
 }
 
 /** Where failures of a coordinator are reported, and their end. */
@@ -90,8 +117,27 @@ export class CoordinatorCalls {
     return this.call('release', name, () => this.entry.coordinator.release(name, owner), BOOLEAN);
   }
 
+  readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
+    return this.call('readSchedule', name, () => this.entry.coordinator.readSchedule(name), SCHEDULE);
+  }
+
+  writeSchedule(
+    name: string,
+    owner: string,
+    fencingToken: number,
+    schedule: PeriodicFleetSchedule,
+  ): Promise<boolean> {
+    const { coordinator } = this.entry;
+    return this.call(
+      'writeSchedule',
+      name,
+      () => coordinator.writeSchedule(name, owner, fencingToken, schedule),
+      BOOLEAN,
+    );
+  }
+
   private async call<T>(
-    step: 'acquire' | 'renew' | 'release',
+    step: keyof typeof STEPS,
     name: string,
     send: () => Promise<T>,
     reply: { accepts(value: unknown): value is T; expected: string },
@@ -104,7 +150,7 @@ export class CoordinatorCalls {
       this.recovered();
       return answer;
     } catch (error) {
-      this.failed(`${STEPS[step]} the lease of "${name}"`, error);
+      this.failed(`${STEPS[step]} "${name}"`, error);
       throw error;
     }
   }
@@ -147,13 +193,32 @@ function storeName(coordinator: PeriodicCoordinator): string {
   return coordinator.constructor?.name || 'the coordinator';
 }
 
-const STEPS = { acquire: 'acquiring', renew: 'renewing', release: 'releasing' };
+const STEPS = {
+  acquire: 'acquiring the lease of',
+  renew: 'renewing the lease of',
+  release: 'releasing the lease of',
+  readSchedule: 'reading the schedule of',
+  writeSchedule: 'writing the schedule of',
+};
 
 const TOKEN = {
-  accepts: (value: unknown): value is number =>
-    typeof value === 'number' && Number.isSafeInteger(value) && value >= 0,
+  accepts: isWhole,
   expected: 'a fencing token (a safe integer ≥ 0)',
 };
+
+const SCHEDULE = {
+  accepts: (value: unknown): value is PeriodicFleetSchedule | null => {
+    if (value === null) return true;
+    const { grid, last, next } = (value ?? {}) as Partial<PeriodicFleetSchedule>;
+    return typeof grid === 'string' && isWhole(last) && isWhole(next);
+  },
+  expected: 'null or a schedule { grid: string, last: number, next: number }',
+};
+
+/** A safe integer ≥ 0. */
+function isWhole(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
 
 const BOOLEAN = {
   accepts: (value: unknown): value is boolean => typeof value === 'boolean',

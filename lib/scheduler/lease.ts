@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { DeadlineTimer, now } from './clock.js';
-import { CoordinatorCalls, type PeriodicCoordinator } from './coordinator.js';
+import { CoordinatorCalls, type PeriodicCoordinator, type PeriodicFleetSchedule } from './coordinator.js';
 import { messageOf } from './errors.js';
 
-/** Told when the lease is taken and when it is lost; a lease released on purpose is not "lost". */
+/**
+ * Told when the lease is taken, with the job's schedule as the store keeps it, and when it is lost; a lease
+ * released on purpose is not "lost".
+ */
 export interface LeaseHolder {
-  leaseAcquired(fencingToken: number): void;
+  leaseAcquired(fencingToken: number, schedule: PeriodicFleetSchedule | null): void;
   leaseLost(reason: string): void;
 }
 
@@ -14,8 +17,8 @@ export interface LeaseHolder {
  * renews it every `leaseMs / 3` while it holds it. It counts the lease valid until `sent + leaseMs − margin`
  * on its own monotonic clock, `sent` being read before the command that took or renewed it went out, so it
  * stops holding before the store lets the lease expire; a holder whose validity ran out while it was paused
- * renews nothing and gives the lease up. One command is in flight at a time. Whether the lease is held is
- * answered from memory: ticks make no round trip.
+ * renews nothing and gives the lease up. One command is in flight at a time, but for the writes of the
+ * job's schedule. Whether the lease is held is answered from memory.
  */
 export class Lease {
   /** The fencing token of the current holding; 0 while the lease is not held. */
@@ -93,7 +96,7 @@ export class Lease {
     // A command still out (the store slow or away) is waited for; the expiry timer ends a holding meanwhile.
     if (this.inFlight) return this.retry();
     if (this.fencingToken === 0) {
-      if (this.phase === 'competing') this.acquire();
+      if (this.phase === 'competing') void this.acquire();
     } else if (now() < this.validUntil) {
       this.renew();
     } else {
@@ -107,29 +110,42 @@ export class Lease {
     }
   }
 
-  private acquire(): void {
+  /** Takes the lease, then reads the job's schedule: the replica holds the lease once it knows both. */
+  private async acquire(): Promise<void> {
     const token = randomUUID();
     const sent = now();
     this.inFlight = true;
-    this.store.acquire(this.name, token).then(
-      (fencingToken) => {
-        this.inFlight = false;
-        if (fencingToken === 0) return this.retry();
-        if (this.phase !== 'competing' || now() >= sent + this.store.leaseMs - this.margin) {
-          // Taken after this replica stopped competing, or answered too late to be trusted: given back.
-          this.store.release(this.name, token).catch(() => undefined);
-          return this.retry();
-        }
-        this.token = token;
-        this.fencingToken = fencingToken;
-        this.hold(sent);
-        this.holder.leaseAcquired(fencingToken);
-      },
-      () => {
-        this.inFlight = false;
-        this.retry();
-      },
-    );
+    let fencingToken = 0;
+    let schedule: PeriodicFleetSchedule | null = null;
+    try {
+      fencingToken = await this.store.acquire(this.name, token);
+      if (fencingToken !== 0) schedule = await this.store.readSchedule(this.name);
+    } catch {
+      // A failure was reported. A lease taken without its schedule is given back.
+      this.inFlight = false;
+      if (fencingToken !== 0) this.store.release(this.name, token).catch(() => undefined);
+      return this.retry();
+    }
+    this.inFlight = false;
+    if (fencingToken === 0) return this.retry();
+    if (this.phase !== 'competing' || now() >= sent + this.store.leaseMs - this.margin) {
+      // Taken after this replica stopped competing, or answered too late to be trusted: given back.
+      this.store.release(this.name, token).catch(() => undefined);
+      return this.retry();
+    }
+    this.token = token;
+    this.fencingToken = fencingToken;
+    this.hold(sent);
+    this.holder.leaseAcquired(fencingToken, schedule);
+  }
+
+  /**
+   * Stores the job's schedule, if this replica holds the lease: resolves whether the store took it. A failure
+   * is reported, and resolves false.
+   */
+  async writeSchedule(schedule: PeriodicFleetSchedule): Promise<boolean> {
+    if (!this.held) return false;
+    return this.store.writeSchedule(this.name, this.token, this.fencingToken, schedule).catch(() => false);
   }
 
   private renew(): void {

@@ -113,11 +113,13 @@ const RULES = {
         typeof coordinator?.acquire === 'function' &&
         typeof coordinator.renew === 'function' &&
         typeof coordinator.release === 'function' &&
+        typeof coordinator.readSchedule === 'function' &&
+        typeof coordinator.writeSchedule === 'function' &&
         isMilliseconds(coordinator.leaseMs, 1)
       );
     },
     expected:
-      'a PeriodicCoordinator (leaseMs, acquire, renew, release), such as ' +
+      'a PeriodicCoordinator (leaseMs, acquire, renew, release, readSchedule, writeSchedule), such as ' +
       'new RedisCoordinator({ client: new Redis(process.env.REDIS_URL) })',
   },
 } satisfies Record<keyof PeriodicSchedulerOptions, Rule>;

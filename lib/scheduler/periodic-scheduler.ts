@@ -7,6 +7,8 @@ import {
   resolveOptions,
   type ResolvedPeriodicOptions,
 } from './options.js';
+import type { PeriodicFleetSchedule } from './coordinator.js';
+import { fleetNext, gridOf } from './fleet.js';
 import { Lease } from './lease.js';
 import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
 
@@ -35,12 +37,21 @@ export class PeriodicScheduler {
   private lastJobId = 0;
   /** Auto mode: the deadline the tick timer aims at, on the `now()` timeline. */
   private deadline = 0;
+  /** Auto mode: the same deadline on the wall clock (`Date.now()`), the slot it names to the fleet. */
+  private slot = 0;
   private timer: DeadlineTimer | undefined;
-  private guardPending = false;
+  /** A tick is waiting for its slot to be claimed or for its guard: a tick that comes meanwhile is missed. */
+  private pending = false;
   private stopped: Promise<void> | undefined;
   private drained: (() => void) | undefined;
   /** Exclusive jobs: the lease this replica must hold to start a run. */
   private readonly lease: Lease | undefined;
+  /** Exclusive jobs: the grid as the store keeps it. */
+  private readonly grid: string = '';
+  /** Exclusive jobs, shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
+  private claimed = 0;
+  /** Exclusive jobs: the last claim of a slot, until its run has started or the slot has been given back. */
+  private claiming: Promise<unknown> | undefined;
 
   /**
    * @param options the job's options with its `name` and the `run` function; invalid ones throw a
@@ -61,6 +72,7 @@ export class PeriodicScheduler {
         );
       }
       this.lease = new Lease(options.coordinator, this.options.name, this);
+      this.grid = gridOf(this.options);
     }
     if (events !== undefined && typeof events !== 'function' && typeof events?.emit !== 'function') {
       throw new PeriodicConfigError(
@@ -111,7 +123,8 @@ export class PeriodicScheduler {
         for (const run of [...this.runs]) run.stop('shutdown');
       }
       const { lease } = this;
-      this.stopped = lease === undefined ? drained : drained.then(() => lease.release());
+      this.stopped =
+        lease === undefined ? drained : drained.then(() => this.claiming).then(() => lease.release());
     }
     return this.stopped;
   }
@@ -168,12 +181,14 @@ export class PeriodicScheduler {
   /** @internal Auto mode: the tick timer reached its deadline. */
   onDeadline(): void {
     let scheduledAt = this.deadline;
+    let { slot } = this;
     if (this.options.delayMode === 'regular') {
       // Missed slots are dropped, not replayed: run once for the latest slot that has passed.
       const { every } = this.options;
       const missed = Math.floor((now() - scheduledAt) / every);
       if (missed > 0) {
         scheduledAt += missed * every;
+        slot += missed * every;
         // A replica without the lease reports nothing of the job but its next tick.
         if (this.lease?.held !== false && this.listens('missed')) {
           this.emit({ type: 'missed', name: this.name, count: missed });
@@ -183,10 +198,11 @@ export class PeriodicScheduler {
       }
       // The next deadline comes from this one, not from the clock, so the grid never drifts.
       this.deadline = scheduledAt + every;
+      this.slot = slot + every;
       this.timer?.armAt(this.deadline);
       if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: every });
     }
-    void this.handleTick(scheduledAt, undefined);
+    void this.handleTick(scheduledAt, slot, undefined);
   }
 
   /** Manual mode: a tick asked for by `tick` or `syncTick`. */
@@ -194,43 +210,78 @@ export class PeriodicScheduler {
     if (this.options.delayMode === 'regular' && this.listens('nextTick')) {
       this.emit({ type: 'nextTick', name: this.name, in: this.options.every });
     }
-    return this.handleTick(now(), waiter);
+    return this.handleTick(now(), Date.now(), waiter);
   }
 
-  /** Evaluates the guard, then starts a run. Stays synchronous unless the guard returns a promise. */
-  private handleTick(scheduledAt: number, waiter: Run['waiter']): Run | undefined | Promise<Run | undefined> {
+  /**
+   * Claims the slot of an exclusive job's timer tick (`slot`: its wall-clock time), evaluates the guard, then
+   * starts a run. Stays synchronous unless the slot is claimed or the guard returns a promise.
+   */
+  private handleTick(
+    scheduledAt: number,
+    slot: number,
+    waiter: Run['waiter'],
+  ): Run | undefined | Promise<Run | undefined> {
     if (this.status !== 'ticking') return undefined;
+    const { lease } = this;
     // Without the lease a tick starts nothing: no guard, no event.
-    if (this.lease?.held === false) return this.noRun();
-    const guard = this.options.when;
-    if (guard === undefined) return this.startRun(scheduledAt, waiter);
-    if (this.guardPending) {
+    if (lease?.held === false) return this.noRun();
+    if (this.pending) {
       if (this.listens('missed')) this.emit({ type: 'missed', name: this.name, count: 1 });
       return this.noRun();
     }
+    if (lease === undefined || this.options.mode === 'manual')
+      return this.passGuard(scheduledAt, slot, waiter);
+    // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
+    this.pending = true;
+    const { grid } = this;
+    const next = this.options.delayMode === 'regular' ? slot + this.options.every : 0;
+    const tick = lease.writeSchedule({ grid, last: slot, next }).then((claimed) => {
+      this.pending = false;
+      if (!claimed || !lease.held) return this.noRun();
+      if (next === 0) this.claimed = slot;
+      return this.passGuard(scheduledAt, slot, waiter);
+    });
+    // A replica that began to close while it claimed the slot runs nothing: it gives the slot back to the
+    // fleet (due now) before it releases the lease, and the next holder runs it.
+    this.claiming = tick.then((run) => {
+      if (run === undefined && this.status === 'stopped') {
+        return lease.writeSchedule({ grid, last: slot, next: slot });
+      }
+    });
+    return tick;
+  }
+
+  private passGuard(
+    scheduledAt: number,
+    slot: number,
+    waiter: Run['waiter'],
+  ): Run | undefined | Promise<Run | undefined> {
+    const guard = this.options.when;
+    if (guard === undefined) return this.startRun(scheduledAt, slot, waiter);
     let verdict: unknown;
     try {
       verdict = guard();
-      if (!isThenable(verdict)) return verdict ? this.startRun(scheduledAt, waiter) : this.noRun();
+      if (!isThenable(verdict)) return verdict ? this.startRun(scheduledAt, slot, waiter) : this.noRun();
     } catch (error) {
       return this.guardFailed(error);
     }
-    this.guardPending = true;
+    this.pending = true;
     return Promise.resolve(verdict).then(
       (passed) => {
-        this.guardPending = false;
+        this.pending = false;
         // The lease may have been lost while the guard was pending.
-        return passed && this.lease?.held !== false ? this.startRun(scheduledAt, waiter) : this.noRun();
+        return passed && this.lease?.held !== false ? this.startRun(scheduledAt, slot, waiter) : this.noRun();
       },
       (error: unknown) => {
-        this.guardPending = false;
+        this.pending = false;
         return this.guardFailed(error);
       },
     );
   }
 
   /** Applies the overlap policy, then starts a run. */
-  private startRun(scheduledAt: number, waiter: Run['waiter']): Run | undefined {
+  private startRun(scheduledAt: number, slot: number, waiter: Run['waiter']): Run | undefined {
     if (this.status !== 'ticking') return undefined;
     if (this.runs.size > 0 && this.options.onOverlap !== 'run') {
       if (this.options.onOverlap === 'ignore') {
@@ -249,7 +300,7 @@ export class PeriodicScheduler {
       // An abort listener of the stopped run may have stopped this scheduler.
       if (this.status !== 'ticking') return undefined;
     }
-    const run = new Run(this.options, ++this.lastJobId, scheduledAt, this, this.lease?.fencingToken);
+    const run = new Run(this.options, ++this.lastJobId, scheduledAt, slot, this, this.lease?.fencingToken);
     run.waiter = waiter;
     this.runs.add(run);
     if (this.listens('started')) {
@@ -289,9 +340,24 @@ export class PeriodicScheduler {
     if (this.runs.size === 0) this.drained?.();
   }
 
-  /** @internal This replica now holds the job's lease. */
-  leaseAcquired(fencingToken: number): void {
+  /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
+  leaseAcquired(fencingToken: number, stored: PeriodicFleetSchedule | null): void {
     if (this.listens('leaseAcquired')) this.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
+    if (this.options.mode !== 'auto' || this.status !== 'ticking') return;
+    const wallNow = Date.now();
+    const next = fleetNext(stored, this.grid, this.options.every, wallNow);
+    if (next === undefined) {
+      // Nothing ran anywhere yet: this replica's grid becomes the fleet's, so a restart does not begin it anew.
+      void this.lease?.writeSchedule({ grid: this.grid, last: 0, next: this.slot });
+      return;
+    }
+    this.slot = next;
+    this.deadline = now() + (next - wallNow);
+    this.timer?.armAt(this.deadline);
+    // A slot that has passed is ticked at once, and reports its own next tick.
+    if (next > wallNow && this.listens('nextTick')) {
+      this.emit({ type: 'nextTick', name: this.name, in: next - wallNow });
+    }
   }
 
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
@@ -304,7 +370,13 @@ export class PeriodicScheduler {
   private armNext(delay: number): void {
     if (this.options.mode === 'auto') {
       this.deadline = now() + delay;
+      this.slot = Date.now() + delay;
       (this.timer ??= new DeadlineTimer(this)).armAt(this.deadline);
+      if (this.claimed !== 0) {
+        // Shifted mode: the fleet's next tick is due `every` after the end of its last run, wherever it ran.
+        void this.lease?.writeSchedule({ grid: this.grid, last: this.claimed, next: this.slot });
+        this.claimed = 0;
+      }
     }
     if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: delay });
   }

@@ -15,6 +15,8 @@ export interface PeriodicContext {
   readonly scheduledAt: number;
   /** `performance.now()` when the run started. */
   readonly startedAt: number;
+  /** The wall-clock time of the run's slot; a manual tick's slot is the moment it was asked for. */
+  readonly scheduledDate: Date;
   /** Exclusive jobs only: grows with every new lease holder, so a resource can refuse a stale one. */
   readonly fencingToken?: number;
 }
@@ -48,25 +50,33 @@ const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
 const ABANDONED_AFTER: Record<AbortReason, JobExitReason> = { ...SETTLED_AFTER, shutdown: 'killed' };
 
 /**
- * What a run receives. `signal` is made when it is first read: most runs never read it, and an
- * `AbortController` costs more than the rest of a run together.
+ * What a run receives. `signal` and `scheduledDate` are made when they are first read: most runs read
+ * neither, and an `AbortController` costs more than the rest of a run together.
  */
 class RunContext implements PeriodicContext {
   readonly #run: Run;
+  readonly #slot: number;
+  #date: Date | undefined;
 
   constructor(
     run: Run,
     readonly name: string,
     readonly jobId: number,
     readonly scheduledAt: number,
+    slot: number,
     readonly startedAt: number,
     readonly fencingToken: number | undefined,
   ) {
     this.#run = run;
+    this.#slot = slot;
   }
 
   get signal(): AbortSignal {
     return this.#run.signal;
+  }
+
+  get scheduledDate(): Date {
+    return (this.#date ??= new Date(this.#slot));
   }
 }
 
@@ -91,10 +101,11 @@ export class Run implements DeadlineListener {
     private readonly options: ResolvedPeriodicOptions,
     jobId: number,
     scheduledAt: number,
+    slot: number,
     private readonly owner: RunOwner,
     fencingToken?: number,
   ) {
-    this.context = new RunContext(this, options.name, jobId, scheduledAt, now(), fencingToken);
+    this.context = new RunContext(this, options.name, jobId, scheduledAt, slot, now(), fencingToken);
   }
 
   /** The run's signal, aborted already if the run was stopped before it first asked. */

@@ -113,14 +113,82 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
       },
     ],
     [
-      "fencing tokens still grow after the store's data is wiped",
+      "fencing tokens still grow after the store's data is wiped, and the schedule is gone with it",
       async () => {
         const coordinator = await subject.make(LEASE);
         const name = job();
         const before = await coordinator.acquire(name, 'a');
+        const schedule = { grid: 'every 1000 regular', last: 1000, next: 2000 };
+        assert.equal(await coordinator.writeSchedule(name, 'a', before, schedule), true);
         await subject.wipe();
         const after = await coordinator.acquire(name, 'b');
         assert.ok(after > before, `token ${after} after the wipe, ${before} before`);
+        assert.equal(await coordinator.readSchedule(name), null, 'the schedule is lost with the data');
+      },
+    ],
+    [
+      'readSchedule resolves null for a job whose schedule was never written',
+      async () => {
+        const coordinator = await subject.make(LEASE);
+        assert.equal(await coordinator.readSchedule(job()), null);
+      },
+    ],
+    [
+      'the holder writes the schedule with its token; it outlives the lease, and the next holder reads it',
+      async () => {
+        const coordinator = await subject.make(LEASE);
+        const name = job();
+        const token = await coordinator.acquire(name, 'a');
+        const schedule = { grid: 'every 60000 regular', last: Date.now(), next: Date.now() + 60_000 };
+        assert.equal(await coordinator.writeSchedule(name, 'a', token, schedule), true);
+        assert.deepEqual(await coordinator.readSchedule(name), schedule);
+        assert.equal(await coordinator.readSchedule(job()), null, 'another job has a schedule of its own');
+        await coordinator.release(name, 'a');
+        assert.deepEqual(await coordinator.readSchedule(name), schedule, 'after a release');
+        const next = await coordinator.acquire(name, 'b');
+        await sleep(LEASE * 1.5);
+        assert.deepEqual(await coordinator.readSchedule(name), schedule, 'after an expiry');
+        assert.equal(await coordinator.writeSchedule(name, 'b', next, schedule), false, 'after an expiry');
+      },
+    ],
+    [
+      'writeSchedule by anyone but the holder, or with a token not its own, fails and changes nothing',
+      async () => {
+        const coordinator = await subject.make(LEASE);
+        const name = job();
+        const first = await coordinator.acquire(name, 'a');
+        const kept = { grid: 'every 1000 shifted', last: 1000, next: 0 };
+        assert.equal(await coordinator.writeSchedule(name, 'a', first, kept), true);
+        await coordinator.release(name, 'a');
+        const second = await coordinator.acquire(name, 'b');
+        const moved = { grid: 'every 1000 shifted', last: 5000, next: 6000 };
+        assert.equal(await coordinator.writeSchedule(name, 'a', first, moved), false, 'the former holder');
+        assert.equal(await coordinator.writeSchedule(name, 'b', first, moved), false, 'a stale token');
+        assert.equal(await coordinator.writeSchedule(name, 'c', second, moved), false, 'another owner');
+        assert.equal(
+          await coordinator.writeSchedule(job(), 'b', second, moved),
+          false,
+          'a job it does not hold',
+        );
+        assert.deepEqual(await coordinator.readSchedule(name), kept);
+      },
+    ],
+    [
+      'writeSchedule never moves the last slot back; the same slot may be written again',
+      async () => {
+        const coordinator = await subject.make(LEASE);
+        const name = job();
+        const token = await coordinator.acquire(name, 'a');
+        const write = (last: number, next: number) =>
+          coordinator.writeSchedule(name, 'a', token, { grid: 'every 1000 shifted', last, next });
+        assert.equal(await write(2000, 0), true);
+        assert.equal(await write(2000, 3500), true, 'the end of the run of slot 2000');
+        assert.equal(await write(1000, 2000), false);
+        assert.deepEqual(await coordinator.readSchedule(name), {
+          grid: 'every 1000 shifted',
+          last: 2000,
+          next: 3500,
+        });
       },
     ],
   ];

@@ -13,6 +13,7 @@ describe('InMemoryCoordinator keeps the coordinator contract', () => {
       // Nothing but a new store loses an in-memory store's data: the tokens' clock floor must carry them.
       coordinator!['leases'].clear();
       coordinator!['tokens'].clear();
+      coordinator!['schedules'].clear();
     },
   });
   for (const [rule, check] of contract) it(rule, check);

@@ -293,7 +293,7 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     [{ mdoe: 'manual' }, 'PeriodicModule.forRoot(): unknown option "mdoe"; did you mean "mode"?'],
     [
       { coordinator: { client: {} } },
-      'PeriodicModule.forRoot(): "coordinator" must be a PeriodicCoordinator (leaseMs, acquire, renew, release), ' +
+      'PeriodicModule.forRoot(): "coordinator" must be a PeriodicCoordinator (leaseMs, acquire, renew, release, readSchedule, writeSchedule), ' +
         'such as new RedisCoordinator({ client: new Redis(process.env.REDIS_URL) }), got { client: {} }',
     ],
     [42, "PeriodicModule.forRoot(): the options must be an object such as { mode: 'manual' }, got 42"],

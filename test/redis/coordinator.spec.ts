@@ -48,7 +48,7 @@ describeRedis('the Lua scripts', () => {
     const ttl = await redis.pttl(`${prefix}cleanup`);
     expect(ttl).toBeGreaterThan(leaseMs - 1000);
     expect(ttl).toBeLessThanOrEqual(leaseMs);
-    expect(await redis.hget(prefix, 'cleanup')).toBe(String(token));
+    expect(await redis.hget(prefix, 'token:cleanup')).toBe(String(token));
     // Floored at Redis's clock in microseconds (TIME), exactly as stored.
     const [seconds, micros] = await redis.time();
     expect(token).toBeLessThanOrEqual(Number(seconds) * 1e6 + Number(micros));
@@ -59,12 +59,12 @@ describeRedis('the Lua scripts', () => {
     const token = await coordinator.acquire('cleanup', 'owner-a');
     await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBe(0);
     expect(await redis.get(`${prefix}cleanup`)).toBe('owner-a');
-    expect(await redis.hget(prefix, 'cleanup')).toBe(String(token));
+    expect(await redis.hget(prefix, 'token:cleanup')).toBe(String(token));
   });
 
   it('a counter ahead of the clock (tokens of an older version, or a clock stepped back) still counts up', async () => {
     const ahead = (Date.now() + 3_600_000) * 1000;
-    await redis.hset(prefix, 'cleanup', String(ahead));
+    await redis.hset(prefix, 'token:cleanup', String(ahead));
     await expect(coordinator.acquire('cleanup', 'owner-a')).resolves.toBe(ahead + 1);
   });
 
@@ -79,7 +79,7 @@ describeRedis('the Lua scripts', () => {
     const token = await coordinator.acquire('cleanup', 'owner-a');
     await expect(coordinator.release('cleanup', 'owner-a')).resolves.toBe(true);
     expect(await redis.exists(`${prefix}cleanup`)).toBe(0);
-    expect(await redis.hget(prefix, 'cleanup')).toBe(String(token));
+    expect(await redis.hget(prefix, 'token:cleanup')).toBe(String(token));
   });
 
   it('scripts go by EVALSHA, and are sent whole once when Redis does not know them', async () => {
@@ -142,6 +142,11 @@ describeRedis('clients of every shape behave as a default client', () => {
     await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBe(0);
     await expect(coordinator.renew('cleanup', 'owner-b')).resolves.toBe(false);
     await expect(coordinator.renew('cleanup', 'owner-a')).resolves.toBe(true);
+    const schedule = { grid: 'every 60000 regular', last: Date.now(), next: Date.now() + 60_000 };
+    await expect(coordinator.writeSchedule('cleanup', 'owner-a', token, schedule)).resolves.toBe(true);
+    await expect(coordinator.writeSchedule('cleanup', 'owner-b', token, schedule)).resolves.toBe(false);
+    await expect(coordinator.readSchedule('cleanup')).resolves.toEqual(schedule);
+    await expect(coordinator.readSchedule('other')).resolves.toBeNull();
     await expect(coordinator.release('cleanup', 'owner-b')).resolves.toBe(false);
     await expect(coordinator.release('cleanup', 'owner-a')).resolves.toBe(true);
     await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBeGreaterThan(token);

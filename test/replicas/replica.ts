@@ -1,8 +1,10 @@
 // One replica of an application with an exclusive job, for the cluster tests, on Redis (STORE=redis, the
-// default: REDIS_URL, KEY_PREFIX) or PostgreSQL (STORE=postgres: DATABASE_URL, TABLE). Every 50 ms, while it
-// holds the lease, it runs 20 ms and records [replica, fencingToken, start, end] in the store (the list
-// <KEY_PREFIX>runs, or the table <TABLE>_log), with times in ms on the machine's clock (performance.timeOrigin +
-// performance.now()). It prints "acquired <token>" and "lost" as the lease comes and goes; when closed, it
+// default: REDIS_URL, KEY_PREFIX) or PostgreSQL (STORE=postgres: DATABASE_URL, TABLE). Every EVERY ms (50),
+// while it holds the lease, it runs RUN_MS ms (20) and records [replica, fencingToken, start, end, slot] in the
+// store (the list <KEY_PREFIX>runs, or the table <TABLE>_log), with times in ms on the machine's clock
+// (performance.timeOrigin + performance.now()) and the slot as ctx.scheduledDate gives it; the job is named JOB
+// ('report'). It prints
+// "acquired <token>", "lost" and "missed <count>" as the lease comes and goes and slots are dropped; when closed, it
 // records ["closed", replica, time] once its lease is released. Its connection is closed by the README's
 // recipe, which cannot hang on a store that does not answer.
 import { writeSync } from 'node:fs';
@@ -23,6 +25,9 @@ import {
 
 const { REPLICA = '?', STORE = 'redis', KEY_PREFIX = 'periodic:', TABLE = 'periodic_leases' } = process.env;
 const LEASE_MS = Number(process.env.LEASE_MS ?? 600);
+const EVERY = Number(process.env.EVERY ?? 50);
+const RUN_MS = Number(process.env.RUN_MS ?? 20);
+const JOB = process.env.JOB ?? 'report';
 const clock = () => performance.timeOrigin + performance.now();
 const say = (line: string): void => {
   writeSync(1, `${line}\n`);
@@ -62,11 +67,11 @@ const store = STORE === 'postgres' ? postgresStore() : redisStore();
 
 @Injectable()
 class Reports implements OnApplicationShutdown {
-  @Periodic({ every: 50, exclusive: true, name: 'report' })
-  async send({ fencingToken, signal }: PeriodicContext): Promise<void> {
+  @Periodic({ every: EVERY, exclusive: true, name: JOB })
+  async send({ fencingToken, signal, scheduledDate }: PeriodicContext): Promise<void> {
     const start = clock();
-    await sleep(20, undefined, { signal }).catch(() => undefined);
-    await store.record('runs', [REPLICA, fencingToken, start, clock()]);
+    await sleep(RUN_MS, undefined, { signal }).catch(() => undefined);
+    await store.record('runs', [REPLICA, fencingToken, start, clock(), scheduledDate.getTime()]);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -90,4 +95,5 @@ app.enableShutdownHooks();
 const events = app.get(PeriodicEvents);
 events.on('leaseAcquired', ({ fencingToken }) => say(`acquired ${fencingToken}`));
 events.on('leaseLost', ({ reason }) => say(`lost: ${reason}`));
+events.on('missed', ({ count }) => say(`missed ${count}`));
 say('ready');

@@ -1,0 +1,130 @@
+// One schedule for the whole fleet, with real processes on Redis and PostgreSQL: the replicas of replica.ts
+// run their exclusive job on the grid the store keeps, across handovers by SIGKILL and SIGTERM, a fleet that
+// was down across several slots, and rolling restarts faster than the job's interval. Each run records the
+// slot it ran for (ctx.scheduledDate); slots are compared as multiples of the interval.
+import { describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type RunEntry, type Store, stores, useReplicas } from './stores.js';
+
+// Long enough that a loaded CI machine's pauses stay within the margin (leaseMs / 10 = 150 ms).
+const LEASE_MS = 1500;
+/** What a loaded machine may add to a run's start: well under any interval here. */
+const LOAD = 400;
+
+describe.each(stores)('on %s', (_, store, describeStore) => {
+  describeStore('the fleet keeps one schedule', () => fleet(store));
+});
+
+function fleet(store: Store): void {
+  const { replicas, start, end, nextHolder } = useReplicas(store);
+  /** Each test's job has a name of its own, and so a schedule of its own in the store. */
+  const env = (every: number) => ({
+    LEASE_MS: String(LEASE_MS),
+    EVERY: String(every),
+    JOB: expect.getState().currentTestName ?? 'job',
+  });
+  let counted = 0;
+
+  /** The runs recorded since the test began, in slot order. */
+  async function runs(): Promise<RunEntry[]> {
+    return (await store.entries<RunEntry>('runs')).slice(counted).sort((a, b) => a[4] - b[4]);
+  }
+
+  /** Waits until `count` runs more than `after` are recorded, and resolves them all. */
+  async function runsAfter(after: number, count: number): Promise<RunEntry[]> {
+    for (let waited = 0; waited < 30_000; waited += 20) {
+      const recorded = await runs();
+      if (recorded.length >= after + count) return recorded;
+      await sleep(20);
+    }
+    throw new Error(`${count} more runs were not recorded within 30 s: ${JSON.stringify(await runs())}`);
+  }
+
+  /** The slots of `recorded` as multiples of `every` from the first one. */
+  const slotIndexes = (recorded: RunEntry[], every: number) =>
+    recorded.map((run) => (run[4] - recorded[0][4]) / every);
+
+  /** Ends every replica, and resolves the runs of the test. */
+  async function endAll(): Promise<RunEntry[]> {
+    await Promise.all([...replicas.keys()].map((name) => end(name, 'SIGTERM')));
+    const recorded = await runs();
+    counted = (await store.entries('runs')).length;
+    return recorded;
+  }
+
+  it('a handover mid-interval, by SIGKILL then by SIGTERM: the next run is the next slot of the grid, on time', async () => {
+    // Longer than a lease and a retry, so that a holder killed just after a run is replaced before the next slot.
+    const every = 3000;
+    for (const name of ['A', 'B', 'C']) start(name, env(every));
+    const first = await nextHolder();
+    await runsAfter(0, 1);
+    const second = nextHolder();
+    await end(first, 'SIGKILL');
+    const closed = await second;
+    await runsAfter(1, 1);
+    const third = nextHolder();
+    await end(closed, 'SIGTERM');
+    const last = await third;
+    await runsAfter(2, 1);
+    const recorded = await endAll();
+
+    expect(recorded.map(([replica]) => replica)).toEqual([first, closed, last]);
+    expect(slotIndexes(recorded, every)).toEqual([0, 1, 2]);
+    for (const [, , startedAt, , slot] of recorded) {
+      expect(startedAt - slot).toBeGreaterThan(-2);
+      expect(startedAt - slot).toBeLessThan(LOAD);
+    }
+  }, 60_000);
+
+  it('after the whole fleet was down across slots: one run at once, missed counts the dropped ones, then the grid', async () => {
+    const every = 1000;
+    start('D', env(every));
+    await runsAfter(0, 2);
+    await end('D', 'SIGTERM');
+    // At least three slots pass with nobody up; the next replica also takes a while to boot.
+    await sleep(3.5 * every);
+    const replica = start('E', env(every));
+    await runsAfter(2, 3);
+    const recorded = await endAll();
+
+    const slots = slotIndexes(recorded, every);
+    const [beforeDown, , late, ...after] = recorded;
+    const dropped = slots[2] - slots[1] - 1;
+    expect(dropped).toBeGreaterThanOrEqual(3);
+    expect(replica.lines.filter((line) => line.startsWith('missed '))).toEqual([`missed ${dropped}`]);
+    // The latest slot that passed runs at once, late; the next ones on the grid.
+    expect(late[0]).toBe('E');
+    expect(late[2] - late[4]).toBeGreaterThan(0);
+    expect(late[2] - late[4]).toBeLessThan(every);
+    expect(slots.slice(2)).toEqual(slots.slice(2).map((_, i) => slots[2] + i));
+    for (const run of after) expect(run[2] - run[4]).toBeLessThan(LOAD);
+    expect(beforeDown[0]).toBe('D');
+  }, 60_000);
+
+  it('rolling restarts, one replica every 0.4 × every for ten intervals: one run per slot', async () => {
+    const every = 2000;
+    let running = ['R1', 'R2', 'R3'];
+    for (const name of running) start(name, env(every));
+    await nextHolder();
+    const began = performance.now();
+    for (let restart = 4; performance.now() - began < 10 * every; restart++) {
+      const cycle = performance.now();
+      // As a rolling update does: the new replica is up before the oldest is closed.
+      const fresh = `R${restart}`;
+      await start(fresh, env(every)).waitFor('ready');
+      const [oldest, ...others] = running;
+      await end(oldest, 'SIGTERM');
+      running = [...others, fresh];
+      await sleep(Math.max(0, cycle + 0.4 * every - performance.now()));
+    }
+    const recorded = await endAll();
+
+    const slots = slotIndexes(recorded, every);
+    // Ten intervals, one slot fewer or more at the ends; no slot twice, none skipped.
+    expect(slots).toEqual(slots.map((_, i) => i));
+    expect(slots.length).toBeGreaterThanOrEqual(9);
+    expect(slots.length).toBeLessThanOrEqual(11);
+    // No replica lived a whole interval in the end: the slots came from many of them.
+    expect(new Set(recorded.map(([replica]) => replica)).size).toBeGreaterThan(3);
+  }, 90_000);
+}
