@@ -64,10 +64,11 @@ export class Lease {
   }
 
   /**
-   * Stops for good and gives the lease up in the store if it is held, so that another replica takes over
-   * without waiting for it to expire. Resolves when the store has answered, or after `leaseMs / 3` if it does not.
+   * Stops for good and gives the lease up in the store if it is held, once `after` has settled (the last
+   * write of the job's schedule), so that another replica takes over without waiting for it to expire.
+   * Resolves when the store has answered, or after `leaseMs / 3` if it does not.
    */
-  release(): Promise<void> {
+  release(after?: Promise<unknown>): Promise<void> {
     this.phase = 'released';
     this.step.cancel();
     this.expiry.cancel();
@@ -75,8 +76,7 @@ export class Lease {
       this.store.silence();
       return Promise.resolve();
     }
-    this.fencingToken = 0;
-    const released = this.store.release(this.name, this.token);
+    const { token } = this;
     return new Promise((resolve) => {
       // A failed release was reported; the lease then expires by itself. Whatever the store answers after
       // this, the replica has moved on (its application has closed): it is not reported.
@@ -87,7 +87,11 @@ export class Lease {
       };
       const timer = new DeadlineTimer({ onDeadline: done });
       timer.armAt(now() + this.interval);
-      released.then(done, done);
+      const release = () => {
+        this.fencingToken = 0;
+        this.store.release(this.name, token).then(done, done);
+      };
+      Promise.resolve(after).then(release, release);
     });
   }
 

@@ -123,8 +123,7 @@ export class PeriodicScheduler {
         for (const run of [...this.runs]) run.stop('shutdown');
       }
       const { lease } = this;
-      this.stopped =
-        lease === undefined ? drained : drained.then(() => this.claiming).then(() => lease.release());
+      this.stopped = lease === undefined ? drained : drained.then(() => lease.release(this.claiming));
     }
     return this.stopped;
   }

@@ -182,6 +182,21 @@ describe('the fleet keeps one grid', () => {
     expect(jobs.runs[1].at - jobs.runs[1].slot).toBeLessThan(LEASE_MS / 3);
   });
 
+  it('a holder whose claim gets no answer still closes, within leaseMs / 3', async () => {
+    const jobs = fleet();
+    jobs.start('A');
+    await advance(EVERY - 1);
+    jobs.link('A').held = new Promise(() => undefined);
+    await advance(1);
+    let closed = false;
+    void jobs.stop('A').then(() => (closed = true));
+    await advance(LEASE_MS / 3 - 1);
+    expect(closed).toBe(false);
+    await advance(1);
+    expect(closed).toBe(true);
+    expect(jobs.runs).toEqual([]);
+  });
+
   it('after the whole fleet was down across slots: one run at once, missed reports the dropped ones, then the grid', async () => {
     const jobs = fleet();
     jobs.start('A');

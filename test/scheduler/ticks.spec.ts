@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { armedDeadlines, DeadlineTimer, MAX_TIMER_DELAY } from '../../lib/scheduler/clock.js';
+import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { deferred, flush, startScheduler, useFakeTimers, runsInTurn } from './helpers.js';
 
 useFakeTimers();
@@ -105,6 +106,36 @@ describe('regular mode', () => {
       { type: 'nextTick', name: 'job', in: 100 },
       expect.objectContaining({ type: 'started', jobId: 2 }),
     ]);
+  });
+});
+
+describe('scheduledDate', () => {
+  it('is the wall-clock time of the slot: start + initialDelay + k·every, also when the tick is late', () => {
+    const dates: number[] = [];
+    const started = Date.now();
+    startScheduler({
+      every: 1000,
+      initialDelay: 300,
+      run: (ctx) => void dates.push(ctx.scheduledDate.getTime()),
+    });
+    jest.advanceTimersByTime(2300);
+    stallClock(2500); // the event loop stalled: the tick due at 3300 is handled at 5800
+    jest.advanceTimersByTime(1000);
+    // Slots 3300, 4300 and 5300 passed; the tick runs for the latest.
+    expect(dates.map((date) => date - started)).toEqual([300, 1300, 2300, 5300]);
+  });
+
+  it('shifted mode: `every` after the end of the run before; a manual tick: the moment it was asked for', async () => {
+    const dates: number[] = [];
+    const started = Date.now();
+    const run = (ctx: PeriodicContext) => void dates.push(ctx.scheduledDate.getTime());
+    startScheduler({ every: 1000, delayMode: 'shifted', run });
+    jest.advanceTimersByTime(2000);
+    expect(dates.map((date) => date - started)).toEqual([1000, 2000]);
+    const { scheduler } = startScheduler({ every: 1000, mode: 'manual', name: 'manual', run });
+    jest.advanceTimersByTime(123);
+    await scheduler.tick();
+    expect(dates[2] - started).toBe(2123);
   });
 });
 
