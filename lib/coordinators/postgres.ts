@@ -126,7 +126,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     const rows = await this.#query(
       `UPDATE ${this.table} SET grid = $4, last_slot = $5, next_slot = $6
        WHERE name = $1 AND owner = $2 AND fencing_token = $3 AND expires_at > clock_timestamp()
-         AND last_slot <= $5
+         AND (grid IS NULL OR last_slot <= $5)
        RETURNING 1`,
       [name, owner, fencingToken, grid, last, next],
     );

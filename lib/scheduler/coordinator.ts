@@ -1,4 +1,4 @@
-import { now } from './clock.js';
+import { DeadlineTimer, now } from './clock.js';
 import { describeValue, messageOf } from './errors.js';
 
 /**
@@ -62,7 +62,8 @@ interface Watched {
   /** Failures are reported at most once per `leaseMs`; those in between are counted. */
   reportedAt: number;
   unreported: number;
-  failing: boolean;
+  /** A failure was reported, and no answer came since: the next answer is reported as the recovery. */
+  down: boolean;
 }
 
 const watched = new WeakMap<PeriodicCoordinator, Watched>();
@@ -76,7 +77,7 @@ const warnings: CoordinatorLog = {
 function watch(coordinator: PeriodicCoordinator): Watched {
   let entry = watched.get(coordinator);
   if (entry === undefined) {
-    entry = { coordinator, log: warnings, reportedAt: -Infinity, unreported: 0, failing: false };
+    entry = { coordinator, log: warnings, reportedAt: -Infinity, unreported: 0, down: false };
     watched.set(coordinator, entry);
   }
   return entry;
@@ -118,7 +119,8 @@ export class CoordinatorCalls {
   }
 
   readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
-    return this.call('readSchedule', name, () => this.entry.coordinator.readSchedule(name), SCHEDULE);
+    const { coordinator } = this.entry;
+    return this.call('readSchedule', name, () => this.within(coordinator.readSchedule(name)), SCHEDULE);
   }
 
   writeSchedule(
@@ -131,7 +133,7 @@ export class CoordinatorCalls {
     return this.call(
       'writeSchedule',
       name,
-      () => coordinator.writeSchedule(name, owner, fencingToken, schedule),
+      () => this.within(coordinator.writeSchedule(name, owner, fencingToken, schedule)),
       BOOLEAN,
     );
   }
@@ -155,6 +157,32 @@ export class CoordinatorCalls {
     }
   }
 
+  /**
+   * The store's answer to a read or write of a schedule, or a failure when none comes within `leaseMs / 3` (a
+   * connection that hangs): a tick waits for its claim, and would otherwise hold the job up for ever while the
+   * lease is renewed. An answer that comes later is ignored. (Acquire and renew are not bounded here: a hung renewal
+   * ends with the lease's validity, and one acquire at a time is waited for.)
+   */
+  private within<T>(answer: Promise<T>): Promise<T> {
+    const limit = this.entry.coordinator.leaseMs / 3;
+    return new Promise((resolve, reject) => {
+      const timer = new DeadlineTimer({
+        onDeadline: () => reject(new Error(`no answer within ${Math.round(limit)}ms`)),
+      });
+      timer.armAt(now() + limit);
+      answer.then(
+        (value) => {
+          timer.cancel();
+          resolve(value);
+        },
+        (error: unknown) => {
+          timer.cancel();
+          reject(error);
+        },
+      );
+    });
+  }
+
   /** The replica is done with the lease: nothing the store answers from now on is reported. */
   silence(): void {
     this.silent = true;
@@ -162,8 +190,8 @@ export class CoordinatorCalls {
 
   private recovered(): void {
     const { entry } = this;
-    if (!entry.failing || this.silent) return;
-    entry.failing = false;
+    if (!entry.down || this.silent) return;
+    entry.down = false;
     entry.log.log(
       `${storeName(entry.coordinator)} answers again: exclusive jobs run again once they hold their lease`,
     );
@@ -172,7 +200,6 @@ export class CoordinatorCalls {
   private failed(what: string, error: unknown): void {
     if (this.silent) return;
     const { entry } = this;
-    entry.failing = true;
     const at = now();
     if (at - entry.reportedAt < entry.coordinator.leaseMs) {
       entry.unreported++;
@@ -185,12 +212,14 @@ export class CoordinatorCalls {
     );
     entry.reportedAt = at;
     entry.unreported = 0;
+    entry.down = true;
   }
 }
 
-/** The coordinator as log lines name it: its class. */
+/** The coordinator as log lines name it: its class, or "The coordinator" for a plain object. */
 function storeName(coordinator: PeriodicCoordinator): string {
-  return coordinator.constructor?.name || 'the coordinator';
+  const name = coordinator.constructor?.name;
+  return name === undefined || name === '' || name === 'Object' ? 'The coordinator' : name;
 }
 
 const STEPS = {

@@ -3,7 +3,7 @@
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
-import { reportCoordinatorTo } from '../../lib/scheduler/coordinator.js';
+import { type PeriodicCoordinator, reportCoordinatorTo } from '../../lib/scheduler/coordinator.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { deferred, EventLog, flush, useFakeTimers } from './helpers.js';
 
@@ -70,6 +70,53 @@ describe('failures of a coordinator', () => {
     expect(events.of('leaseLost')).toEqual([]);
     expect(events.of('started').length).toBeGreaterThan(0);
     expect(log.log).toHaveBeenCalledTimes(1);
+  });
+
+  it('a store that fails one step of many (reads of the schedule) reports its recovery at most once per leaseMs', async () => {
+    class ReadsFail extends InMemoryCoordinator {
+      override async readSchedule(): Promise<null> {
+        throw new Error('read ECONNRESET');
+      }
+    }
+    const coordinator = new ReadsFail({ leaseMs: 300 });
+    const log = logTo(coordinator);
+    const events = exclusiveJob(coordinator);
+    await flush();
+    await jest.advanceTimersByTimeAsync(3000);
+    // Every attempt acquires, then fails to read: about 35 of each in 3 s, each read given back.
+    expect(log.error.mock.calls.length).toBeGreaterThanOrEqual(9);
+    expect(log.error.mock.calls.length).toBeLessThanOrEqual(11);
+    expect(log.log.mock.calls.length).toBeLessThanOrEqual(log.error.mock.calls.length);
+    expect(log.error.mock.calls[0][0]).toMatch(
+      /^ReadsFail failed while reading the schedule of "job": read ECONNRESET/,
+    );
+    expect(events.of('leaseAcquired')).toEqual([]);
+  });
+
+  it('a plain object is named "The coordinator" in the lines', async () => {
+    const store = new InMemoryCoordinator({ leaseMs: 300 });
+    const coordinator: PeriodicCoordinator = {
+      leaseMs: 300,
+      acquire: async () => {
+        throw new Error('down');
+      },
+      renew: (name, owner) => store.renew(name, owner),
+      release: (name, owner) => store.release(name, owner),
+      readSchedule: (name) => store.readSchedule(name),
+      writeSchedule: (...args) => store.writeSchedule(...args),
+    };
+    const log = { error: jest.fn<(message: string) => void>(), log: jest.fn<(message: string) => void>() };
+    reportCoordinatorTo(coordinator, log);
+    const scheduler = new PeriodicScheduler(
+      { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
+      () => undefined,
+    );
+    scheduler.start();
+    await flush();
+    expect(log.error.mock.calls[0][0]).toMatch(
+      /^The coordinator failed while acquiring the lease of "job": down\./,
+    );
+    await scheduler.stop();
   });
 
   it('the line reads as one sentence when the error message ends with a full stop', async () => {

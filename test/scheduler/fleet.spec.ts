@@ -197,6 +197,20 @@ describe('the fleet keeps one grid', () => {
     expect(jobs.runs).toEqual([]);
   });
 
+  it('a claim that gets no answer drops its own slot only: it fails after leaseMs / 3, and later slots run', async () => {
+    const jobs = fleet();
+    const log = jobs.start('A');
+    await advance(EVERY);
+    jobs.link('A').held = new Promise(() => undefined);
+    await advance(EVERY);
+    jobs.link('A').held = undefined;
+    await advance(2 * EVERY);
+    await jobs.stopAll();
+
+    expect(slotIndexes(jobs.runs)).toEqual([0, 2, 3]);
+    expect(log.of('leaseLost')).toEqual([]);
+  });
+
   it('after the whole fleet was down across slots: one run at once, missed reports the dropped ones, then the grid', async () => {
     const jobs = fleet();
     jobs.start('A');
