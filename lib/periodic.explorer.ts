@@ -230,7 +230,10 @@ function schedulerOptions(
   // Every option spelled out, in one shape for all jobs, rather than spread: the engine reads each of them,
   // and reads from objects of one shape are what keep a bootstrap of thousands of jobs fast.
   return {
-    every: options.every as number, // validated by the engine
+    every: options.every,
+    cron: options.cron,
+    timezone: options.timezone,
+    jitter: options.jitter,
     name: options.name ?? defaultName,
     initialDelay: options.initialDelay,
     delayMode: options.delayMode,

@@ -24,6 +24,16 @@ export class Jobs {
     await this.store.write(1, 800, signal);
   }
 
+  /**
+   * A calendar schedule: every 10 seconds of the wall clock in Berlin's zone, each run 0 to 2 s after its slot
+   * (jitter), so that many replicas do not all start at once.
+   */
+  @Periodic({ cron: '*/10 * * * * *', timezone: 'Europe/Berlin', jitter: 2000, name: 'berlin-clock' })
+  berlinClock({ scheduledDate }: PeriodicContext): void {
+    const slot = scheduledDate.toLocaleTimeString('de-DE', { timeZone: 'Europe/Berlin' });
+    this.logger.log(`the slot of ${slot} (Berlin) has come`);
+  }
+
   /** A guard, given the provider instance: runs only while `open`, which flips every 5 s. */
   @Periodic({ every: 1000, name: 'office-hours', when: (self: Jobs) => self.open })
   officeHours(): void {}

@@ -17,7 +17,7 @@ export type PeriodicEvent =
   /** `jobId` is the run that was stopped. */
   | { type: 'stoppedPrevious'; name: string; jobId: number }
   /** `in` is the nominal delay: `initialDelay` for the first tick, `every` after. */
-  | { type: 'nextTick'; name: string; in: number }
+  | { type: 'nextTick'; name: string; in: number; at?: number }
   | { type: 'missed'; name: string; count: number }
   | { type: 'guardFailed'; name: string; error: unknown }
   | { type: 'leaseAcquired'; name: string; fencingToken: number }

@@ -1,4 +1,5 @@
 import { describeValue, messageOf, PeriodicConfigError } from './errors.js';
+import { Calendar, processTimeZone } from './calendar.js';
 import type { PeriodicCoordinator } from './coordinator.js';
 import type { PeriodicContext } from './run.js';
 
@@ -16,8 +17,14 @@ export type JobShutdown = number | 'brutalKill';
 
 /** The options of a periodic job. `Host` is the class whose method runs, handed to `when`. */
 export interface PeriodicOptions<Host extends object = object> {
-  /** Interval in integer milliseconds (≥ 1); see `delayMode`. */
-  every: number;
+  /** Interval in integer milliseconds (≥ 1); see `delayMode`. Required, unless `cron` is given. */
+  every?: number;
+  /** A cron pattern (5 fields, or 6 with seconds first): ticks at the wall-clock times it names. */
+  cron?: string;
+  /** The IANA time zone `cron` is read in. @default the process's zone */
+  timezone?: string;
+  /** Auto mode: each run starts after a random delay in [0, jitter) ms past its slot. @default 0 */
+  jitter?: number;
   /** Registry key, event and log label; unique in the application. @default '<Class>.<method>' */
   name?: string;
   /** Integer milliseconds from start to the first tick. @default every */
@@ -53,7 +60,12 @@ export interface PeriodicSchedulerOptions extends Omit<PeriodicOptions, 'name' |
 /** A job's options after validation, with every default filled in. */
 export interface ResolvedPeriodicOptions {
   readonly name: string;
+  /** 0 for a cron job. */
   readonly every: number;
+  /** Cron jobs only, as `timezone` too (resolved to the process's zone when not given). */
+  readonly cron: string | undefined;
+  readonly timezone: string | undefined;
+  readonly jitter: number;
   readonly initialDelay: number;
   readonly delayMode: DelayMode;
   readonly when: (() => boolean | Promise<boolean>) | undefined;
@@ -86,6 +98,15 @@ function oneOf(...choices: string[]): Rule {
 
 const RULES = {
   every: { accepts: (v) => isMilliseconds(v, 1), expected: 'an integer number of milliseconds ≥ 1' },
+  cron: {
+    accepts: (v) => typeof v === 'string' && v.trim() !== '',
+    expected: "a cron pattern such as '0 3 * * *'",
+  },
+  timezone: {
+    accepts: (v) => typeof v === 'string' && v !== '',
+    expected: "an IANA time zone name such as 'Europe/Berlin' or 'UTC'",
+  },
+  jitter: { accepts: (v) => isMilliseconds(v, 0), expected: 'an integer number of milliseconds ≥ 0' },
   name: { accepts: (v) => typeof v === 'string' && v.length > 0, expected: 'a non-empty string' },
   initialDelay: { accepts: (v) => isMilliseconds(v, 0), expected: 'an integer number of milliseconds ≥ 0' },
   delayMode: oneOf('regular', 'shifted'),
@@ -133,10 +154,14 @@ export const JOB_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'run' && 
 const RULE_ENTRIES = Object.entries(RULES) as [keyof PeriodicSchedulerOptions, Rule][];
 
 /**
- * Validates a job's options and fills in the defaults. `where` names the job in messages, e.g.
- * `@Periodic() on Cleanup.purge`. Throws a {@link PeriodicConfigError} at the first invalid or unknown option.
+ * Validates a job's options and fills in the defaults; a cron job gets its {@link Calendar}. `where` names the
+ * job in messages, e.g. `@Periodic() on Cleanup.purge`. Throws a {@link PeriodicConfigError} at the first
+ * invalid or unknown option.
  */
-export function resolveOptions(input: PeriodicSchedulerOptions, where: string): ResolvedPeriodicOptions {
+export function resolveOptions(
+  input: PeriodicSchedulerOptions,
+  where: string,
+): { options: ResolvedPeriodicOptions; calendar: Calendar | undefined } {
   const given = readOptions(
     where,
     input,
@@ -145,14 +170,47 @@ export function resolveOptions(input: PeriodicSchedulerOptions, where: string): 
   ) as Partial<PeriodicSchedulerOptions>;
   for (const [key, rule] of RULE_ENTRIES) {
     const value = given[key];
-    const required = key === 'every' || key === 'name' || key === 'run';
+    const required = key === 'name' || key === 'run';
     if ((value !== undefined || required) && !rule.accepts(value)) throw invalid(where, key, value, rule);
   }
-  const every = given.every!;
-  return {
+  const { every, cron, jitter = 0 } = given;
+  let calendar: Calendar | undefined;
+  if (cron === undefined) {
+    if (every === undefined) {
+      throw new PeriodicConfigError(
+        `${where}: "every" must be an integer number of milliseconds ≥ 1, got undefined; ` +
+          'or give "cron", a pattern such as \'0 3 * * *\'',
+      );
+    }
+    if (given.timezone !== undefined) throw onlyWithCron(where, 'timezone', given.timezone);
+    if (jitter >= every) throw jitterTooLong(where, jitter, `"every" (${every}ms)`);
+  } else {
+    if (every !== undefined) {
+      throw new PeriodicConfigError(
+        `${where}: give either "every" or "cron", not both; got every: ${describeValue(every)} and ` +
+          `cron: ${describeValue(cron)}`,
+      );
+    }
+    for (const key of ['initialDelay', 'delayMode'] as const) {
+      if (given[key] !== undefined) {
+        throw new PeriodicConfigError(
+          `${where}: "${key}" applies to "every" jobs only, got ${describeValue(given[key])} with "cron": a ` +
+            "cron job ticks at its pattern's slots; remove it",
+        );
+      }
+    }
+    calendar = new Calendar(where, cron, given.timezone ?? processTimeZone());
+    const gap = calendar.shortestGap();
+    if (jitter >= gap)
+      throw jitterTooLong(where, jitter, `the shortest gap between the slots of "cron" (${gap}ms)`);
+  }
+  const options: ResolvedPeriodicOptions = {
     name: given.name!,
-    every,
-    initialDelay: given.initialDelay ?? every,
+    every: every ?? 0,
+    cron,
+    timezone: calendar?.timezone,
+    jitter,
+    initialDelay: given.initialDelay ?? every ?? 0,
     delayMode: given.delayMode ?? 'regular',
     when: given.when,
     onOverlap: given.onOverlap ?? 'run',
@@ -161,6 +219,21 @@ export function resolveOptions(input: PeriodicSchedulerOptions, where: string): 
     mode: given.mode ?? 'auto',
     exclusive: given.exclusive ?? false,
   };
+  return { options, calendar };
+}
+
+function onlyWithCron(where: string, key: string, value: unknown): PeriodicConfigError {
+  return new PeriodicConfigError(
+    `${where}: "${key}" applies to cron jobs only, got ${describeValue(value)} without "cron"; remove it, or ` +
+      'give "cron" instead of "every"',
+  );
+}
+
+function jitterTooLong(where: string, jitter: number, interval: string): PeriodicConfigError {
+  return new PeriodicConfigError(
+    `${where}: "jitter" must be shorter than ${interval}, got ${jitter}: a run would start after the next ` +
+      'slot; give a smaller jitter',
+  );
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Calendar } from './calendar.js';
 import { DeadlineTimer, now } from './clock.js';
 import { describeValue, isError, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
 import type { JobExitReason, PeriodicEvent, PeriodicEventSink, PeriodicEventType } from './events.js';
@@ -14,6 +15,13 @@ import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult 
 
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
 const SYNC_TICK_TIMEOUT = 4000;
+/**
+ * A cron job waiting for a slot looks at the wall clock at least this often (ms), so that it notices a clock set
+ * forward or a machine that slept: the monotonic clock its timer runs on does neither.
+ */
+const WALL_CHECK = 10_000;
+/** How many slots that passed unseen a cron job counts one by one before it looks the latest one up. */
+const CATCH_UP = 1000;
 
 type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
 
@@ -44,6 +52,11 @@ export class PeriodicScheduler {
   private pending = false;
   private stopped: Promise<void> | undefined;
   private drained: (() => void) | undefined;
+  /** Cron jobs: their slots. */
+  private readonly calendar: Calendar | undefined;
+  /** Jitter: the wait of a tick before it is handled, with its deadline and slot. */
+  private jitterTimer: DeadlineTimer | undefined;
+  private jittered = { scheduledAt: 0, slot: 0 };
   /** Exclusive jobs: the lease this replica must hold to start a run. */
   private readonly lease: Lease | undefined;
   /** Exclusive jobs: the grid as the store keeps it. */
@@ -62,7 +75,7 @@ export class PeriodicScheduler {
   constructor(options: PeriodicSchedulerOptions, events?: PeriodicEventSink, where?: string) {
     const name: unknown = options?.name;
     where ??= `job ${typeof name === 'string' && name !== '' ? JSON.stringify(name) : '(unnamed)'}`;
-    this.options = resolveOptions(options, where);
+    ({ options: this.options, calendar: this.calendar } = resolveOptions(options, where));
     if (this.options.exclusive) {
       if (options.coordinator === undefined) {
         throw new PeriodicConfigError(
@@ -104,7 +117,8 @@ export class PeriodicScheduler {
     }
     this.status = 'ticking';
     this.lease?.start();
-    this.armNext(this.options.initialDelay);
+    if (this.calendar === undefined) this.armNext(this.options.initialDelay);
+    else this.armSlot(this.calendar.next(Date.now()));
   }
 
   /**
@@ -136,6 +150,7 @@ export class PeriodicScheduler {
     if (this.status === 'stopped') return;
     this.status = 'stopped';
     this.timer?.cancel();
+    this.jitterTimer?.cancel();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
     this.lease?.retire();
   }
@@ -179,6 +194,7 @@ export class PeriodicScheduler {
 
   /** @internal Auto mode: the tick timer reached its deadline. */
   onDeadline(): void {
+    if (this.calendar !== undefined) return this.onSlot(this.calendar);
     let scheduledAt = this.deadline;
     let { slot } = this;
     if (this.options.delayMode === 'regular') {
@@ -201,12 +217,60 @@ export class PeriodicScheduler {
       this.timer?.armAt(this.deadline);
       if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: every });
     }
-    void this.handleTick(scheduledAt, slot, undefined);
+    this.tickAt(scheduledAt, slot);
+  }
+
+  /** A cron job's timer fired: the slot has come by the wall clock, or the timer is armed again. */
+  private onSlot(calendar: Calendar): void {
+    const wallNow = Date.now();
+    // Early by the wall clock (it was set back, or runs slower than the monotonic one): wait for the rest.
+    if (wallNow < this.slot) return this.aim(this.slot, wallNow);
+    // Slots that passed meanwhile (the machine slept, the clock was set forward) are dropped: one run, for
+    // the latest. A clock set back cannot repeat one: each slot is sought after the last one.
+    let slot = this.slot;
+    let missed = 0;
+    let next = calendar.next(slot);
+    while (next !== null && next <= wallNow) {
+      if (++missed > CATCH_UP) {
+        // Counted one by one up to here; past this, the count is a lower bound, the latest slot exact.
+        slot = calendar.latest(wallNow);
+        next = calendar.next(slot);
+        break;
+      }
+      [slot, next] = [next, calendar.next(next)];
+    }
+    if (missed > 0 && this.lease?.held !== false && this.listens('missed')) {
+      this.emit({ type: 'missed', name: this.name, count: missed });
+      if (this.status !== 'ticking') return;
+    }
+    this.armSlot(next);
+    this.tickAt(now() - (wallNow - slot), slot);
+  }
+
+  /** Handles a timer tick, after a random delay under `jitter` if there is one. */
+  private tickAt(scheduledAt: number, slot: number): void {
+    const { jitter } = this.options;
+    // A replica without the lease has nothing to delay.
+    if (jitter === 0 || this.lease?.held === false) {
+      void this.handleTick(scheduledAt, slot, undefined);
+      return;
+    }
+    this.jittered = { scheduledAt, slot };
+    this.pending = true;
+    this.jitterTimer ??= new DeadlineTimer({
+      onDeadline: () => {
+        this.pending = false;
+        void this.handleTick(this.jittered.scheduledAt, this.jittered.slot, undefined);
+      },
+    });
+    this.jitterTimer.armAt(now() + Math.random() * jitter);
   }
 
   /** Manual mode: a tick asked for by `tick` or `syncTick`. */
   private async manualTick(waiter: Run['waiter']): Promise<Run | undefined> {
-    if (this.options.delayMode === 'regular' && this.listens('nextTick')) {
+    if (this.calendar !== undefined) {
+      this.armSlot(this.calendar.next(Date.now()));
+    } else if (this.options.delayMode === 'regular' && this.listens('nextTick')) {
       this.emit({ type: 'nextTick', name: this.name, in: this.options.every });
     }
     return this.handleTick(now(), Date.now(), waiter);
@@ -234,7 +298,7 @@ export class PeriodicScheduler {
     // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
     this.pending = true;
     const { grid } = this;
-    const next = this.options.delayMode === 'regular' ? slot + this.options.every : 0;
+    const next = this.options.delayMode === 'regular' ? this.slotAfter(slot) : 0;
     const tick = lease.writeSchedule({ grid, last: slot, next }).then((claimed) => {
       this.pending = false;
       if (!claimed || !lease.held) return this.noRun();
@@ -344,19 +408,44 @@ export class PeriodicScheduler {
     if (this.listens('leaseAcquired')) this.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
     if (this.options.mode !== 'auto' || this.status !== 'ticking') return;
     const wallNow = Date.now();
-    const next = fleetNext(stored, this.grid, this.options.every, wallNow);
+    const next = fleetNext(stored, this.grid, (last) => this.slotAfter(last), wallNow);
     if (next === undefined) {
       // Nothing ran anywhere yet: this replica's grid becomes the fleet's, so a restart does not begin it anew.
       void this.lease?.writeSchedule({ grid: this.grid, last: 0, next: this.slot });
       return;
     }
-    this.slot = next;
-    this.deadline = now() + (next - wallNow);
-    this.timer?.armAt(this.deadline);
+    this.aim(next, wallNow);
     // A slot that has passed is ticked at once, and reports its own next tick.
     if (next > wallNow && this.listens('nextTick')) {
-      this.emit({ type: 'nextTick', name: this.name, in: next - wallNow });
+      const cron = this.calendar === undefined ? {} : { at: next };
+      this.emit({ type: 'nextTick', name: this.name, in: next - wallNow, ...cron });
     }
+  }
+
+  /** The slot after `slot` on the job's grid, or its calendar's; 0 if the calendar has none. */
+  private slotAfter(slot: number): number {
+    return this.calendar === undefined ? slot + this.options.every : (this.calendar.next(slot) ?? 0);
+  }
+
+  /**
+   * Auto mode: aims the timer at `slot` (wall-clock ms) from `wallNow`. A cron job's timer looks at the wall
+   * clock again at least every {@link WALL_CHECK} ms.
+   */
+  private aim(slot: number, wallNow: number): void {
+    this.slot = slot;
+    this.deadline = now() + (slot - wallNow);
+    const check = this.calendar === undefined ? Infinity : now() + WALL_CHECK;
+    (this.timer ??= new DeadlineTimer(this)).armAt(Math.min(this.deadline, check));
+  }
+
+  /** A cron job's next slot: armed in auto mode, reported with `nextTick` in both modes. */
+  private armSlot(slot: number | null): void {
+    // A pattern without a next slot (croner looks up to the year 3000) ticks no more.
+    if (slot === null) return;
+    const wallNow = Date.now();
+    if (this.options.mode === 'auto') this.aim(slot, wallNow);
+    if (this.listens('nextTick'))
+      this.emit({ type: 'nextTick', name: this.name, in: slot - wallNow, at: slot });
   }
 
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */

@@ -127,7 +127,12 @@ const optionCases: [string, unknown, string, RegExp][] = [
     /unknown option "coordinator"/,
   ],
   ['an unknown option', { every: 1000, on_overlap: 'ignore' }, '"on_overlap"', /did you mean "onOverlap"\?/],
-  ['a misspelt option', { every: 1000, intervall: 5 }, '"intervall"', /The options are: every, name/],
+  [
+    'a misspelt option',
+    { every: 1000, intervall: 5 },
+    '"intervall"',
+    /The options are: every, cron, timezone, jitter, name/,
+  ],
   ['run as an option', { every: 1000, run: () => undefined }, '"run"', /the decorated method is the job/],
   ['options a number', 5000, 'options', /must be an object such as \{ every: 60_000 \}, got 5000/],
   ['options a string', 'every minute', 'options', /must be an object such as \{ every: 60_000 \}/],

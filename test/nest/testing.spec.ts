@@ -74,6 +74,61 @@ describe('testing a job, as the README shows it', () => {
   });
 });
 
+@Injectable()
+class Nightly {
+  readonly slots: string[] = [];
+
+  @Periodic({ cron: '30 2 * * *', timezone: 'Europe/Berlin', onOverlap: 'ignore' })
+  report(ctx: PeriodicContext): void {
+    this.slots.push(ctx.scheduledDate.toISOString());
+  }
+}
+
+describe('a cron job in an application', () => {
+  const createApp = useApps();
+
+  it('under fake timers with setSystemTime: runs the slots that fall in between, once each, DST included', async () => {
+    jest.useFakeTimers({ now: new Date('2026-03-27T12:00:00Z') });
+    try {
+      const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Nightly] });
+      await jest.advanceTimersByTimeAsync(3 * 24 * 3_600_000);
+      // 02:30 does not exist on 29 March in Berlin: that day's run is at 03:00 CEST, 01:00 UTC.
+      expect(app.moduleRef.get(Nightly).slots).toEqual([
+        '2026-03-28T01:30:00.000Z',
+        '2026-03-29T01:00:00.000Z',
+        '2026-03-30T00:30:00.000Z',
+      ]);
+      await app.close();
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('manual mode: syncTick runs it at once; registry.add takes cron too', async () => {
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual' })],
+      providers: [Nightly],
+    });
+    expect(await app.registry.syncTick('Nightly.report')).toMatchObject({ ok: true, reason: 'normal' });
+    expect(app.moduleRef.get(Nightly).slots).toHaveLength(1);
+    const added = app.registry.add('weekly', () => undefined, { cron: '@weekly', timezone: 'UTC' });
+    expect(added.options).toMatchObject({ cron: '@weekly', timezone: 'UTC', every: 0 });
+    expect(await app.registry.syncTick('weekly')).toMatchObject({ ok: true, reason: 'normal' });
+  });
+
+  it('a pattern that never matches fails the bootstrap, naming the method', async () => {
+    @Injectable()
+    class Broken {
+      @Periodic({ cron: '0 0 31 4 *' })
+      never(): void {}
+    }
+    await expect(createApp({ imports: [PeriodicModule.forRoot()], providers: [Broken] })).rejects.toThrow(
+      '@Periodic() on Broken.never: "cron" never matches: no instant fits "0 0 31 4 *"',
+    );
+  });
+});
+
 describe('a dependency whose bootstrap fails', () => {
   const createApp = useApps();
 

@@ -294,6 +294,26 @@ describe('the fleet keeps one grid', () => {
   });
 });
 
+describe('cron jobs', () => {
+  it('a handover continues the pattern: the last slot that ran is stored, none runs twice', async () => {
+    const jobs = fleet({ cron: '*/10 * * * * *', timezone: 'UTC' });
+    jobs.start('A');
+    await advance(1234);
+    jobs.start('B');
+    await advance(2 * EVERY);
+    await jobs.stop('A');
+    await advance(3 * EVERY);
+    await jobs.stopAll();
+
+    const replicas = jobs.runs.map((run) => run.replica);
+    expect(replicas.slice(0, 2)).toEqual(['A', 'A']);
+    expect(new Set(replicas.slice(2))).toEqual(new Set(['B']));
+    expect(slotIndexes(jobs.runs)).toEqual(jobs.runs.map((_, i) => i));
+    expect(jobs.runs.length).toBeGreaterThanOrEqual(5);
+    for (const run of jobs.runs) expect(run.slot % EVERY).toBe(0);
+  });
+});
+
 describe('changed options during a rolling deploy', () => {
   it('each holder runs its own interval after the last run anywhere; no slot runs twice', async () => {
     const jobs = fleet();

@@ -26,6 +26,9 @@ describe('defaults', () => {
     expect(options).toEqual({
       name: 'job',
       every: 1000,
+      cron: undefined,
+      timezone: undefined,
+      jitter: 0,
       initialDelay: 1000,
       delayMode: 'regular',
       when: undefined,
@@ -159,8 +162,9 @@ describe('invalid values are refused with a message naming the job, the option, 
 describe('unknown keys are refused', () => {
   it('names the key, suggests the option meant and lists the options', () => {
     expect(errorOf({ every: 10, onOverlapp: 'ignore' }).message).toBe(
-      'job "job": unknown option "onOverlapp"; did you mean "onOverlap"? The options are: every, name, ' +
-        'initialDelay, delayMode, when, onOverlap, timeout, jobShutdown, mode, exclusive, run, coordinator.',
+      'job "job": unknown option "onOverlapp"; did you mean "onOverlap"? The options are: every, cron, ' +
+        'timezone, jitter, name, initialDelay, delayMode, when, onOverlap, timeout, jobShutdown, mode, exclusive, ' +
+        'run, coordinator.',
     );
   });
 

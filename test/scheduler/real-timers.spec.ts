@@ -75,10 +75,10 @@ describe('regular mode on real timers', () => {
       const slots = gridSlots(started, every);
       expect(slots.every((slot) => Number.isInteger(slot))).toBe(true);
       expect(slots[2] - slots[1]).toBeGreaterThanOrEqual(5);
-      const stall = log.events.findIndex((event) => event.type === 'missed');
-      expect(log.events[stall]).toEqual({ type: 'missed', name: 'real', count: expect.any(Number) });
-      expect((log.events[stall] as { count: number }).count).toBeGreaterThanOrEqual(4);
-      expect(log.events[stall + 1].type).toBe('nextTick');
+      // The tick after the stall: missed, then nextTick, then its run (a loaded machine may add misses before).
+      const late = log.events.indexOf(started[2]);
+      expect(log.events.slice(late - 2, late).map((event) => event.type)).toEqual(['missed', 'nextTick']);
+      expect((log.events[late - 2] as { count: number }).count).toBeGreaterThanOrEqual(4);
       for (const event of started) expect(event.startedAt).toBeGreaterThanOrEqual(event.scheduledAt);
     },
     20 * SECONDS,
