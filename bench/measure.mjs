@@ -2,7 +2,7 @@
 //   node --expose-gc bench/measure.mjs '{"scenario":"timing","peer":"setInterval","load":true}'
 // prints one line of JSON with the figures.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { makePeer } from './peers.mjs';
+import { makeCronPeer, makePeer } from './peers.mjs';
 
 /**
  * Lateness below this counts as an early start. The bench reads t0 when a scheduler calls setTimeout or
@@ -81,6 +81,50 @@ async function scale({ peer }) {
     cpuPerRunUs: (cpu.user + cpu.system) / ran,
     missed: Math.max(0, expected - ran),
     heapPerJob,
+  };
+}
+
+/**
+ * 1,000 cron jobs '* * * * * *' (every second) for 6 s: CPU per run, heap per job, and lateness against the
+ * second each run is for (the wall clock's last whole second when it started).
+ */
+async function cron({ peer }) {
+  const jobs = 1000;
+  const lateness = [];
+  let runs = 0;
+  let measuring = false;
+  const wall = () => performance.timeOrigin + performance.now();
+  const run = () => {
+    runs += 1;
+    if (!measuring) return;
+    const now = wall();
+    lateness.push(now - Math.floor(now / 1000) * 1000);
+  };
+  const app = makeCronPeer(
+    peer,
+    Array.from({ length: jobs }, () => ({ cron: '* * * * * *', run })),
+  );
+  await app.prepare();
+  const heapBefore = heapAfterGc();
+  await app.start();
+  const heapPerJob = (heapAfterGc() - heapBefore) / jobs;
+  // One slot to settle, then six measured.
+  await sleep(1500 - (wall() % 1000));
+  measuring = true;
+  const runsBefore = runs;
+  const cpuBefore = process.cpuUsage();
+  await sleep(6000);
+  const cpu = process.cpuUsage(cpuBefore);
+  measuring = false;
+  const ran = runs - runsBefore;
+  await app.stop();
+  const sorted = lateness.sort((a, b) => a - b);
+  return {
+    cpuPerRunUs: (cpu.user + cpu.system) / ran,
+    heapPerJob,
+    runsPerSecond: ran / 6,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
   };
 }
 
@@ -234,7 +278,7 @@ function installRecorder() {
   globalThis.setInterval = (...args) => (record(), realInterval(...args));
 }
 
-const scenarios = { timing, scale, bootstrap, shutdown, manualTicks };
+const scenarios = { timing, scale, cron, bootstrap, shutdown, manualTicks };
 const task = JSON.parse(process.argv[2]);
 const result = await scenarios[task.scenario](task);
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -3,7 +3,7 @@
 // schedules anything (a Nest application, compiled), start schedules every job, stop ends them. The Nest
 // peers run the jobs as decorated methods of providers, as an application would; the others are used bare.
 import { Injectable, Module } from '@nestjs/common';
-import { Interval, ScheduleModule } from '@nestjs/schedule';
+import { Cron, Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { SimpleIntervalJob, Task, ToadScheduler } from 'toad-scheduler';
 import { Periodic, PeriodicModule, PeriodicRegistry, PeriodicScheduler } from '../dist/esm/index.js';
@@ -17,6 +17,23 @@ export const PEERS = [
 ];
 /** nestjs-periodic's engine without Nest, beside the peers that are used without Nest too. */
 export const ENGINE = 'nestjs-periodic engine';
+
+/**
+ * The two Nest schedulers with cron jobs: `jobs` are `{ cron, run }`, each a decorated method, read in the
+ * process's zone by both.
+ */
+export function makeCronPeer(peer, jobs) {
+  switch (peer) {
+    case 'nestjs-periodic':
+      return nestPeer(jobs, 100, PeriodicModule.forRoot({ logger: false }), (job) =>
+        Periodic({ cron: job.cron }),
+      );
+    case '@nestjs/schedule':
+      return nestPeer(jobs, 100, ScheduleModule.forRoot(), (job) => Cron(job.cron));
+    default:
+      throw new Error(`no cron jobs for "${peer}"`);
+  }
+}
 
 /**
  * @param jobs `{ every, run(context?) }` each, `context` being nestjs-periodic's; `run` may return a promise.

@@ -73,6 +73,18 @@ function tables({ results }) {
       ],
     ),
     ...table(
+      '2b. Cron: 1,000 jobs every second (* * * * * *), for 6 s',
+      "nestjs-periodic's `cron` against @nestjs/schedule's `@Cron`, both in the process's zone: CPU time per run, heap per job after GC once all are scheduled, runs per second, and lateness of each run after its second, in ms.",
+      'cron',
+      [
+        ['cpuPerRunUs', 'CPU µs per run', 2],
+        ['heapPerJob', 'heap bytes per job', 0],
+        ['runsPerSecond', 'runs per second', 0],
+        ['p50', 'lateness p50', 2],
+        ['p99', 'lateness p99', 2],
+      ],
+    ),
+    ...table(
       '3. Bootstrap: 1,000 providers with 2 scheduled methods each',
       'Time from compiling the module to the end of init(), the part of it spent in init(), and the heap it leaves after GC. "no scheduler" is the same application without any scheduling.',
       'bootstrap',
@@ -165,6 +177,16 @@ function targets({ results }) {
       'scale: heap per idle job ≤ 600 bytes (the engine)',
       `${engine.heapPerJob.median.toFixed(0)} B; ${scale?.heapPerJob.median.toFixed(0)} B through the Nest module`,
       engine.heapPerJob.median <= 600,
+    );
+  }
+  const cron = find('cron', OURS);
+  const atCron = find('cron', '@nestjs/schedule');
+  if (cron && atCron) {
+    check('cron: lateness p99 ≤ 2 ms', `${cron.p99.median.toFixed(2)} ms`, cron.p99.median <= 2);
+    check(
+      "cron: CPU per run no higher than @Cron's",
+      `${cron.cpuPerRunUs.median.toFixed(2)} µs against ${atCron.cpuPerRunUs.median.toFixed(2)} µs`,
+      cron.cpuPerRunUs.median <= atCron.cpuPerRunUs.median,
     );
   }
   const boot = find('bootstrap', OURS);

@@ -18,13 +18,14 @@ const option = (name, fallback) => {
   return at === -1 ? fallback : process.argv[at + 1];
 };
 const reps = Number(option('reps', 3));
-const only = option('only', 'timing,scale,bootstrap,shutdown,manualTicks').split(',');
+const only = option('only', 'timing,scale,cron,bootstrap,shutdown,manualTicks').split(',');
 const peers = option('peers', undefined)?.split(',');
 
 const NEST = ['nestjs-periodic', '@nestjs/schedule'];
 const tasks = [
   ...PEERS.flatMap((peer) => [false, true].map((load) => ({ scenario: 'timing', peer, load }))),
   ...[PEERS[0], ENGINE, ...PEERS.slice(1)].map((peer) => ({ scenario: 'scale', peer })),
+  ...NEST.map((peer) => ({ scenario: 'cron', peer })),
   ...[...NEST, 'no scheduler'].map((peer) => ({ scenario: 'bootstrap', peer })),
   ...PEERS.flatMap((peer) => [false, true].map((inFlight) => ({ scenario: 'shutdown', peer, inFlight }))),
   { scenario: 'shutdown', peer: 'no scheduler', inFlight: false },

@@ -199,7 +199,7 @@ export function resolveOptions(
         );
       }
     }
-    calendar = new Calendar(where, cron, given.timezone ?? processTimeZone());
+    calendar = Calendar.of(where, cron, given.timezone ?? processTimeZone());
     const gap = calendar.shortestGap();
     if (jitter >= gap)
       throw jitterTooLong(where, jitter, `the shortest gap between the slots of "cron" (${gap}ms)`);
