@@ -16,6 +16,7 @@ export class Calendar {
   /** The last question asked of `next`, and its answer. */
   #after = NaN;
   #next: number | null = null;
+  #shortestGap: number | undefined;
 
   /**
    * The calendar of `pattern` in `timezone`, checked: 5 fields, or 6 with seconds first, that match some instant,
@@ -43,7 +44,13 @@ export class Calendar {
       );
     }
     try {
-      this.#cron = new Cron(pattern, { ...zoneOption(timezone), mode: '5-or-6-parts' });
+      // A pattern of fixed wall times (no wildcard or step in its seconds, minutes and hours, lists and ranges
+      // allowed) runs each once on DST days, as SPEC 12 wants; croner's default counts only single values.
+      this.#cron = new Cron(pattern, {
+        ...zoneOption(timezone),
+        mode: '5-or-6-parts',
+        fixedTimeRule: 'no-wildcard',
+      });
     } catch (error) {
       throw new PeriodicConfigError(
         `${where}: "cron" must be a cron pattern of 5 fields, or 6 with seconds first, such as '0 3 * * *' or ` +
@@ -72,13 +79,40 @@ export class Calendar {
     return this.#cron.previousRuns(1, new Date(time + 1))[0]?.getTime() ?? time;
   }
 
-  /** The shortest gap between the pattern's next slots, in ms: a jitter must be shorter. */
+  /**
+   * The shortest gap between the pattern's slots, in ms: a jitter must be shorter. It is sought among the next
+   * slots from now and from just before each daylight saving change of the coming year, where a daily pattern's
+   * gap is 23 hours.
+   */
   shortestGap(): number {
-    const slots = this.#cron.nextRuns(GAPS_CHECKED, new Date()).map((slot) => slot.getTime());
-    let gap = Infinity;
-    for (let i = 1; i < slots.length; i++) gap = Math.min(gap, slots[i] - slots[i - 1]);
-    return gap;
+    if (this.#shortestGap === undefined) {
+      let gap = Infinity;
+      const now = Date.now();
+      for (const from of [now, ...offsetChanges(this.timezone, now)]) {
+        const slots = this.#cron.nextRuns(GAPS_CHECKED, new Date(from)).map((slot) => slot.getTime());
+        for (let i = 1; i < slots.length; i++) gap = Math.min(gap, slots[i] - slots[i - 1]);
+      }
+      this.#shortestGap = gap;
+    }
+    return this.#shortestGap;
   }
+}
+
+const DAY = 86_400_000;
+
+/** Two days before each change of `zone`'s UTC offset in the year after `from` (epoch ms). */
+function offsetChanges(zone: string, from: number): number[] {
+  const format = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' });
+  const offset = (time: number) =>
+    format.formatToParts(time).find((part) => part.type === 'timeZoneName')?.value;
+  const changes: number[] = [];
+  let previous = offset(from);
+  for (let day = 1; day <= 366; day++) {
+    const current = offset(from + day * DAY);
+    if (current !== previous) changes.push(from + (day - 2) * DAY);
+    previous = current;
+  }
+  return changes;
 }
 
 /** The zone the process runs in, as an IANA name: the default zone of cron jobs. */

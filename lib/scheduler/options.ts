@@ -200,7 +200,7 @@ export function resolveOptions(
       }
     }
     calendar = Calendar.of(where, cron, given.timezone ?? processTimeZone());
-    const gap = calendar.shortestGap();
+    const gap = jitter === 0 ? Infinity : calendar.shortestGap();
     if (jitter >= gap)
       throw jitterTooLong(where, jitter, `the shortest gap between the slots of "cron" (${gap}ms)`);
   }

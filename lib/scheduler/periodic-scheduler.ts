@@ -54,9 +54,9 @@ export class PeriodicScheduler {
   private drained: (() => void) | undefined;
   /** Cron jobs: their slots. */
   private readonly calendar: Calendar | undefined;
-  /** Jitter: the wait of a tick before it is handled, with its deadline and slot. */
+  /** Jitter: the wait of a tick before it is handled, and the tick (its deadline and slot) while it waits. */
   private jitterTimer: DeadlineTimer | undefined;
-  private jittered = { scheduledAt: 0, slot: 0 };
+  private jittered: { scheduledAt: number; slot: number } | undefined;
   /** Exclusive jobs: the lease this replica must hold to start a run. */
   private readonly lease: Lease | undefined;
   /** Exclusive jobs: the grid as the store keeps it. */
@@ -247,7 +247,10 @@ export class PeriodicScheduler {
     this.tickAt(now() - (wallNow - slot), slot);
   }
 
-  /** Handles a timer tick, after a random delay under `jitter` if there is one. */
+  /**
+   * Handles a timer tick, after a random delay under `jitter` past its slot if there is one (at once if the
+   * tick comes that late).
+   */
   private tickAt(scheduledAt: number, slot: number): void {
     const { jitter } = this.options;
     // A replica without the lease has nothing to delay.
@@ -255,15 +258,20 @@ export class PeriodicScheduler {
       void this.handleTick(scheduledAt, slot, undefined);
       return;
     }
+    // A tick still waiting when the next comes (a pattern's gap that day was shorter than the jitter) goes now.
+    if (this.jittered !== undefined) this.tickJittered();
     this.jittered = { scheduledAt, slot };
     this.pending = true;
-    this.jitterTimer ??= new DeadlineTimer({
-      onDeadline: () => {
-        this.pending = false;
-        void this.handleTick(this.jittered.scheduledAt, this.jittered.slot, undefined);
-      },
-    });
-    this.jitterTimer.armAt(now() + Math.random() * jitter);
+    this.jitterTimer ??= new DeadlineTimer({ onDeadline: () => this.tickJittered() });
+    this.jitterTimer.armAt(scheduledAt + Math.random() * jitter);
+  }
+
+  private tickJittered(): void {
+    const { scheduledAt, slot } = this.jittered!;
+    this.jittered = undefined;
+    this.jitterTimer!.cancel();
+    this.pending = false;
+    void this.handleTick(scheduledAt, slot, undefined);
   }
 
   /** Manual mode: a tick asked for by `tick` or `syncTick`. */

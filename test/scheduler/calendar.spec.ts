@@ -223,6 +223,26 @@ describe('daylight saving time: 48 hours around each change', () => {
   });
 });
 
+describe('daylight saving time: lists and ranges of fixed times', () => {
+  // Each wall time of the list is a fixed time: once at the first instant after a gap, once on a repeated hour.
+  it.each([
+    ['0,30 2 * * *', '2026-03-28T12:00:00Z', ['03-29 03:00', '03-30 02:00']],
+    ['0 2,5 * * *', '2026-03-28T12:00:00Z', ['03-29 03:00', '03-29 05:00', '03-30 02:00']],
+    ['0 2,5 * * *', '2026-10-24T12:00:00Z', ['10-25 02:00', '10-25 05:00']],
+    ['0 1-3 * * *', '2026-10-24T12:00:00Z', ['10-25 01:00', '10-25 02:00', '10-25 03:00', '10-26 01:00']],
+  ])('%s from %s', (cron, start, expected) => {
+    const { slots } = cronJob(start, { cron, timezone: 'Europe/Berlin' });
+    jest.advanceTimersByTime(36 * HOUR);
+    expect(local(slots, 'Europe/Berlin')).toEqual(expected);
+  });
+
+  it('a step in the hour is an interval: */30 2 * * * ticks through both 02:00 hours on real time', () => {
+    const { slots } = cronJob('2026-10-24T12:00:00Z', { cron: '*/30 2 * * *', timezone: 'Europe/Berlin' });
+    jest.advanceTimersByTime(24 * HOUR);
+    expect(slots.map((slot) => slot.slice(11, 16))).toEqual(['00:00', '00:30', '01:00', '01:30']);
+  });
+});
+
 describe('clocks that jump', () => {
   it('a clock set forward across 3 slots: one run for the latest, missed counts the 2 dropped, then the pattern', () => {
     const { slots, log } = cronJob('2026-01-01T00:00:00Z', { cron: '0 * * * *', timezone: 'UTC' });
@@ -297,6 +317,36 @@ describe('jitter', () => {
     expect(Math.min(...delays)).toBeGreaterThanOrEqual(0);
     expect(Math.max(...delays)).toBeLessThan(30_000);
     expect(new Set(delays.map((delay) => Math.floor(delay / 10_000))).size).toBe(3);
+  });
+
+  it('after a clock set forward, the run of the latest slot waits its jitter from that slot, not from the wake-up', () => {
+    const { contexts, log } = cronJob('2026-01-01T00:00:00Z', {
+      cron: '0 * * * *',
+      timezone: 'UTC',
+      jitter: 50 * 60_000,
+    });
+    jest.spyOn(Math, 'random').mockReturnValue(0.999);
+    jest.setSystemTime(new Date('2026-01-01T05:30:00Z'));
+    jest.advanceTimersByTime(20 * 60_000);
+    expect(log.of('missed')).toEqual([{ type: 'missed', name: 'job', count: 4 }]);
+    expect(contexts.map((context) => context.scheduledDate.toISOString())).toEqual([
+      '2026-01-01T05:00:00.000Z',
+    ]);
+    // 05:00 + 0.999 × 50 min, on the wall clock.
+    expect(new Date(Date.now() - (performance.now() - contexts[0].startedAt)).toISOString()).toBe(
+      '2026-01-01T05:49:57.000Z',
+    );
+  });
+
+  it('a daily pattern in a zone with DST: a jitter over 23 hours is refused whatever the day', () => {
+    for (const day of ['2026-11-30T00:00:00Z', '2026-03-27T00:00:00Z']) {
+      jest.useFakeTimers({ now: new Date(day) });
+      const options = { name: 'job', cron: '0 4 * * *', timezone: 'Europe/Berlin', run: () => undefined };
+      expect(() => new PeriodicScheduler({ ...options, jitter: 23.5 * HOUR })).toThrow(
+        '"jitter" must be shorter than the shortest gap between the slots of "cron" (82800000ms), got 84600000',
+      );
+      expect(() => new PeriodicScheduler({ ...options, jitter: 22 * HOUR })).not.toThrow();
+    }
   });
 
   it('a stop during the jitter wait starts nothing; manual ticks ignore jitter', async () => {
