@@ -182,7 +182,12 @@ export function resolveOptions(
           'or give "cron", a pattern such as \'0 3 * * *\'',
       );
     }
-    if (given.timezone !== undefined) throw onlyWithCron(where, 'timezone', given.timezone);
+    if (given.timezone !== undefined) {
+      throw new PeriodicConfigError(
+        `${where}: "timezone" applies to cron jobs only, got ${describeValue(given.timezone)} without "cron"; ` +
+          'remove it, or give "cron" instead of "every"',
+      );
+    }
     if (jitter >= every) throw jitterTooLong(where, jitter, `"every" (${every}ms)`);
   } else {
     if (every !== undefined) {
@@ -220,13 +225,6 @@ export function resolveOptions(
     exclusive: given.exclusive ?? false,
   };
   return { options, calendar };
-}
-
-function onlyWithCron(where: string, key: string, value: unknown): PeriodicConfigError {
-  return new PeriodicConfigError(
-    `${where}: "${key}" applies to cron jobs only, got ${describeValue(value)} without "cron"; remove it, or ` +
-      'give "cron" instead of "every"',
-  );
 }
 
 function jitterTooLong(where: string, jitter: number, interval: string): PeriodicConfigError {
