@@ -204,12 +204,7 @@ export class PeriodicScheduler {
       if (missed > 0) {
         scheduledAt += missed * every;
         slot += missed * every;
-        // A replica without the lease reports nothing of the job but its next tick.
-        if (this.lease?.held !== false && this.listens('missed')) {
-          this.emit({ type: 'missed', name: this.name, count: missed });
-          // A listener may have stopped the scheduler (or removed the job): then nothing is armed again.
-          if (this.status !== 'ticking') return;
-        }
+        if (!this.reportMissed(missed)) return;
       }
       // The next deadline comes from this one, not from the clock, so the grid never drifts.
       this.deadline = scheduledAt + every;
@@ -239,12 +234,20 @@ export class PeriodicScheduler {
       }
       [slot, next] = [next, calendar.next(next)];
     }
-    if (missed > 0 && this.lease?.held !== false && this.listens('missed')) {
-      this.emit({ type: 'missed', name: this.name, count: missed });
-      if (this.status !== 'ticking') return;
-    }
+    if (missed > 0 && !this.reportMissed(missed)) return;
     this.armSlot(next);
     this.tickAt(now() - (wallNow - slot), slot);
+  }
+
+  /**
+   * Reports the slots a late tick dropped; a replica without the lease reports nothing of the job but its next
+   * tick. Returns false when a listener stopped the scheduler (or removed the job): then nothing is armed again.
+   */
+  private reportMissed(count: number): boolean {
+    if (this.lease?.held !== false && this.listens('missed')) {
+      this.emit({ type: 'missed', name: this.name, count });
+    }
+    return this.status === 'ticking';
   }
 
   /**
