@@ -8,6 +8,7 @@ export default {
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/consumers/'],
   extensionsToTreatAsEsm: ['.ts'],
   // Sources import each other with `.js` extensions, as Node's ESM loader requires; map them back to `.ts`.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // The README's examples import the package by its name: that is `lib/`.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1', '^nestjs-periodic$': '<rootDir>/lib/index.ts' },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
 };

@@ -1,6 +1,7 @@
 export { Periodic } from './periodic.decorator.js';
 export { PeriodicModule, type PeriodicModuleAsyncOptions } from './periodic.module.js';
-export type { PeriodicModuleOptions } from './periodic.options.js';
+export type { PeriodicJobOverrides, PeriodicModuleOptions } from './periodic.options.js';
+export type { PeriodicLogKind, PeriodicLoggerLevels, PeriodicLogLevel } from './periodic.logger.js';
 export { PeriodicRegistry } from './periodic.registry.js';
 export { PeriodicEvents } from './periodic.events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
@@ -22,6 +23,7 @@ export type {
   SchedulerMode,
 } from './scheduler/options.js';
 export type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
+export type { PeriodicJobStatus } from './scheduler/status.js';
 export type {
   JobExitReason,
   PeriodicEvent,

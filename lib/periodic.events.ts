@@ -1,7 +1,7 @@
 import { channel, type Channel } from 'node:diagnostics_channel';
 import { Injectable, Logger } from '@nestjs/common';
 import { LOGGER_CONTEXT } from './periodic.constants.js';
-import { logError } from './periodic.logger.js';
+import { type EventLogger, logError } from './periodic.logger.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
 import type { PeriodicEvent, PeriodicEventOf, PeriodicEventType } from './scheduler/events.js';
 import { nearest } from './scheduler/options.js';
@@ -36,7 +36,7 @@ export class PeriodicEvents {
   private readonly logger = new Logger(LOGGER_CONTEXT);
 
   /** @param log turns events into log lines; none when the module's `logger` option is off. */
-  constructor(private readonly log?: (event: PeriodicEvent) => void) {}
+  constructor(private readonly log?: EventLogger) {}
 
   /** Calls `listener` with every event of `type` (`'*'`: every event); returns the function that unsubscribes it. */
   on<T extends PeriodicEventType>(type: T, listener: (event: PeriodicEventOf<T>) => void): () => void;
@@ -93,7 +93,7 @@ export class PeriodicEvents {
   /** @internal Whether anyone would see an event of `type`: the scheduler builds no event that no one wants. */
   wants(type: PeriodicEventType): boolean {
     return (
-      (this.log !== undefined && type !== 'nextTick') ||
+      this.log?.wants(type) === true ||
       (this.listeners.get(type)?.size ?? 0) > 0 ||
       (this.listeners.get('*')?.size ?? 0) > 0 ||
       CHANNELS.get(type)!.hasSubscribers
@@ -102,7 +102,7 @@ export class PeriodicEvents {
 
   /** @internal Delivers an event to the logger, the listeners of its type, the `'*'` listeners, then the channel. */
   emit(event: PeriodicEvent): void {
-    if (this.log !== undefined && event.type !== 'nextTick') this.deliver(this.log, event, 'the logger');
+    if (this.log?.wants(event.type) === true) this.deliver(this.log.write, event, 'the logger');
     this.deliverAll(event.type, event);
     this.deliverAll('*', event);
     const published = CHANNELS.get(event.type)!;

@@ -1,11 +1,12 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit, Scope } from '@nestjs/common';
 import { LazyModuleLoader, ModulesContainer } from '@nestjs/core';
 import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './periodic.constants.js';
+import { DEFAULT_LOG_LEVELS } from './periodic.logger.js';
 import { periodicOptionsOf } from './periodic.decorator.js';
 import { Lifecycle } from './periodic.lifecycle.js';
 import { type App, appOf, importedOptions, type ResolvedModuleOptions } from './periodic.options.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
-import { JOB_OPTION_NAMES, type PeriodicOptions, readOptions } from './scheduler/options.js';
+import { JOB_OPTION_NAMES, nearest, type PeriodicOptions, readOptions } from './scheduler/options.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 
 /** What the explorer reads of Nest's `InstanceWrapper`: the same in Nest 11 and 12. */
@@ -50,6 +51,8 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly searched = new WeakSet<NestModule>();
   /** The jobs found so far, by instance and method: an instance provided by two modules has its jobs once. */
   private readonly found = new WeakMap<object, Set<string | symbol>>();
+  /** The names of the decorated jobs found so far. */
+  private readonly names = new Set<string>();
 
   constructor(
     private readonly container: ModulesContainer,
@@ -65,6 +68,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
     this.app.explorer = this;
     this.warnOfOtherOptions();
     this.search();
+    this.refuseUnknownOverrides();
     const root = this.modules().reduce((nearest, module) =>
       module.distance < nearest.distance ? module : nearest,
     );
@@ -95,13 +99,35 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
     const imported = importedOptions(this.container);
     const differs = (other: ResolvedModuleOptions) =>
       other.mode !== options.mode ||
-      other.logger !== options.logger ||
-      other.coordinator !== options.coordinator;
+      !sameEntries(other.logger, options.logger) ||
+      other.coordinator !== options.coordinator ||
+      !sameEntries(other.jobs, options.jobs, sameEntries);
     if (imported.some(differs)) {
-      const coordinator = options.coordinator === undefined ? '' : ', coordinator: (the first one)';
+      const { mode, logger, coordinator, jobs } = options;
+      const levels =
+        logger === false || sameEntries(logger, DEFAULT_LOG_LEVELS) ? logger !== false : 'levels';
+      const named = Object.keys(jobs);
       new Logger(LOGGER_CONTEXT).warn(
         `PeriodicModule is imported ${imported.length} times with different options; the first import's ` +
-          `apply: { mode: '${options.mode}', logger: ${options.logger}${coordinator} }`,
+          `apply: { mode: '${mode}', logger: ${levels}` +
+          (coordinator === undefined ? '' : ', coordinator: (the first one)') +
+          (named.length === 0 ? '' : `, jobs: ${named.map((name) => JSON.stringify(name)).join(', ')}`) +
+          ' }',
+      );
+    }
+  }
+
+  /** A name in the module's `jobs` that is no decorated job's is a typo, or a job since renamed. */
+  private refuseUnknownOverrides(): void {
+    const names = [...this.names];
+    for (const name of Object.keys(this.app.options.jobs)) {
+      if (this.names.has(name)) continue;
+      const hint = nearest(name, names);
+      throw new PeriodicConfigError(
+        `PeriodicModule: "jobs" has options for ${JSON.stringify(name)}, but no @Periodic() method has this ` +
+          `name${hint === undefined ? '' : `; did you mean "${hint}"?`} The decorated jobs are: ` +
+          `${names.length === 0 ? '(none)' : names.map((known) => JSON.stringify(known)).join(', ')}. ` +
+          '(Jobs added with PeriodicRegistry.add() take their options there.)',
       );
     }
   }
@@ -126,10 +152,20 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
           const keys = this.found.get(instance) ?? new Set();
           if (keys.has(key)) continue; // the same instance provided by two modules
           this.found.set(instance, keys.add(key));
-          const scheduler = new PeriodicScheduler(
-            schedulerOptions(where, options, `${className}.${String(key)}`, instance, key, defaults),
-            this.app.events,
+          const built = schedulerOptions(
             where,
+            options,
+            `${className}.${String(key)}`,
+            instance,
+            key,
+            defaults,
+          );
+          this.names.add(built.name);
+          const overridden = built.name in defaults.jobs;
+          const scheduler = new PeriodicScheduler(
+            built,
+            this.app.events,
+            overridden ? `${where} with jobs[${JSON.stringify(built.name)}] of PeriodicModule` : where,
           );
           this.lifecycle.tie(scheduler, (ties ??= tiesOf(wrapper)));
           registry.adopt(scheduler, `${where} (in ${module.metatype.name})`);
@@ -219,13 +255,16 @@ function schedulerOptions(
       `${where}: "run" is not an option of @Periodic(); the decorated method is the job`,
     );
   }
-  const options = readOptions(
+  const decorated = readOptions(
     where,
     given,
     JOB_OPTION_NAMES,
     '{ every: 60_000 }',
   ) as Partial<PeriodicOptions>;
+  const override = defaults.jobs[decorated.name ?? defaultName];
+  const options = override === undefined ? decorated : overridden(decorated, override);
   const { when } = options;
+  const whenOwner = override?.when === undefined ? given : override;
   const method = instance as Record<string | symbol, (context: unknown) => unknown>;
   // Every option spelled out, in one shape for all jobs, rather than spread: the engine reads each of them,
   // and reads from objects of one shape are what keep a bootstrap of thousands of jobs fast.
@@ -237,7 +276,7 @@ function schedulerOptions(
     name: options.name ?? defaultName,
     initialDelay: options.initialDelay,
     delayMode: options.delayMode,
-    when: typeof when === 'function' ? () => when.call(given, instance) : (when as undefined),
+    when: typeof when === 'function' ? () => when.call(whenOwner, instance) : (when as undefined),
     onOverlap: options.onOverlap,
     timeout: options.timeout,
     jobShutdown: options.jobShutdown,
@@ -247,6 +286,41 @@ function schedulerOptions(
     // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
     run: (context) => method[key](context),
   };
+}
+
+/**
+ * A job's options with those the module's `jobs` gives it. A schedule given there replaces the decorator's:
+ * `cron` drops its `every`, `initialDelay` and `delayMode`; `every` drops its `cron` and `timezone`.
+ */
+function overridden(
+  decorated: Partial<PeriodicOptions>,
+  override: Partial<PeriodicOptions>,
+): Partial<PeriodicOptions> {
+  const options = { ...decorated };
+  if (override.cron !== undefined) {
+    delete options.every;
+    delete options.initialDelay;
+    delete options.delayMode;
+  }
+  if (override.every !== undefined) {
+    delete options.cron;
+    delete options.timezone;
+  }
+  return { ...options, ...override };
+}
+
+/** Whether two objects have the same keys with the same values (`same` compares the values). */
+function sameEntries(
+  a: object | false,
+  b: object | false,
+  same: (x: never, y: never) => boolean = Object.is,
+): boolean {
+  if (a === false || b === false) return a === b;
+  const keys = Object.keys(a);
+  return (
+    keys.length === Object.keys(b).length &&
+    keys.every((key) => key in b && same(a[key as never], b[key as never]))
+  );
 }
 
 /**

@@ -1,50 +1,141 @@
 import { Logger } from '@nestjs/common';
 import { LOGGER_CONTEXT } from './periodic.constants.js';
 import { describeValue, isError } from './scheduler/errors.js';
-import type { PeriodicEvent } from './scheduler/events.js';
+import type { PeriodicEvent, PeriodicEventType } from './scheduler/events.js';
+
+/** A level of Nest's `Logger`. */
+export type PeriodicLogLevel = 'log' | 'error' | 'warn' | 'debug' | 'verbose' | 'fatal';
+
+/**
+ * The kinds of log line: an event type, or for `finished` the run's exit reason (`finished` itself is a run
+ * that ended `'normal'`); `leaseLost` names both a run stopped by a lost lease and the event.
+ */
+export type PeriodicLogKind =
+  | 'started'
+  | 'finished'
+  | 'shutdown'
+  | 'killed'
+  | 'timeout'
+  | 'error'
+  | 'leaseLost'
+  | 'skipped'
+  | 'stoppedPrevious'
+  | 'missed'
+  | 'guardFailed'
+  | 'leaseAcquired';
+
+/** The level of each kind of log line, `false` for none; the kinds not named keep their defaults. */
+export type PeriodicLoggerLevels = { [kind in PeriodicLogKind]?: PeriodicLogLevel | false };
+
+/** Quiet by default: a run that starts and ends normally logs nothing, nor does an intended skip. */
+export const DEFAULT_LOG_LEVELS: Readonly<Required<PeriodicLoggerLevels>> = {
+  started: false,
+  finished: false,
+  shutdown: 'log',
+  killed: 'warn',
+  timeout: 'error',
+  error: 'error',
+  leaseLost: 'warn',
+  skipped: 'debug',
+  stoppedPrevious: 'warn',
+  missed: 'warn',
+  guardFailed: 'error',
+  leaseAcquired: 'log',
+};
+
+export const LOG_KINDS = Object.keys(DEFAULT_LOG_LEVELS) as PeriodicLogKind[];
+export const LOG_LEVELS: readonly PeriodicLogLevel[] = ['log', 'error', 'warn', 'debug', 'verbose', 'fatal'];
+
+/** The event types each kind of line comes from. */
+const SOURCES: Record<PeriodicLogKind, readonly PeriodicEventType[]> = {
+  started: ['started'],
+  finished: ['finished'],
+  shutdown: ['finished'],
+  killed: ['finished'],
+  timeout: ['finished'],
+  error: ['finished'],
+  leaseLost: ['finished', 'leaseLost'],
+  skipped: ['skipped'],
+  stoppedPrevious: ['stoppedPrevious'],
+  missed: ['missed'],
+  guardFailed: ['guardFailed'],
+  leaseAcquired: ['leaseAcquired'],
+};
+
+/** What the emitter asks of the event logger. */
+export interface EventLogger {
+  /** Whether an event of `type` may make a line. */
+  wants(type: PeriodicEventType): boolean;
+  write(event: PeriodicEvent): void;
+}
 
 /**
  * Turns events into log lines through Nest's `Logger` (context `Periodic`), in the words of the original:
- * `job cleanup#3 started`, `skipped cleanup: the previous run #2 is still running`, ... `nextTick` is not
- * logged. `timeoutOf` gives a job's `timeout` for the line of a run that timed out.
+ * `job cleanup#3 started`, `skipped cleanup: the previous run #2 is still running`, ... at the level `levels`
+ * gives each kind; `nextTick` is not logged. `timeoutOf` gives a job's `timeout` for the line of a run that
+ * timed out.
  */
-export function eventLogger(timeoutOf: (name: string) => number | undefined): (event: PeriodicEvent) => void {
+export function eventLogger(
+  levels: Required<PeriodicLoggerLevels>,
+  timeoutOf: (name: string) => number | undefined,
+): EventLogger {
   const logger = new Logger(LOGGER_CONTEXT);
-  return (event) => {
-    switch (event.type) {
-      case 'started':
-        return logger.debug(`job ${event.name}#${event.jobId} started`);
-      case 'finished': {
-        const run = `job ${event.name}#${event.jobId}`;
-        switch (event.reason) {
-          case 'normal':
-            return logger.debug(`${run} finished, duration=${Math.round(event.durationMs)}ms`);
-          case 'shutdown':
-            return logger.log(`${run} shut down`);
-          case 'killed':
-            return logger.warn(`${run} killed`);
-          case 'timeout':
-            return logger.error(`${run} timed out after ${timeoutOf(event.name)}ms`);
-          case 'leaseLost':
-            return logger.warn(`${run} stopped: the lease was lost`);
-          case 'error':
-            return logError(logger, `${run} failed`, event.error);
+  const line = (kind: PeriodicLogKind, message: string, stack?: string): void => {
+    const level = levels[kind];
+    if (level === false) return;
+    // Only the error levels of Nest's Logger take a stack; at the others it would be read as the context.
+    if (stack !== undefined && (level === 'error' || level === 'fatal')) logger[level](message, stack);
+    else logger[level](message);
+  };
+  const failure = (kind: PeriodicLogKind, what: string, error: unknown): void => {
+    if (isError(error)) line(kind, `${what}: ${error.message}`, error.stack);
+    else line(kind, `${what}: ${describeValue(error)}`);
+  };
+  const wanted = new Set(LOG_KINDS.filter((kind) => levels[kind] !== false).flatMap((kind) => SOURCES[kind]));
+  return {
+    wants: (type) => wanted.has(type),
+    write: (event) => {
+      switch (event.type) {
+        case 'started':
+          return line('started', `job ${event.name}#${event.jobId} started`);
+        case 'finished': {
+          const run = `job ${event.name}#${event.jobId}`;
+          switch (event.reason) {
+            case 'normal':
+              return line('finished', `${run} finished, duration=${Math.round(event.durationMs)}ms`);
+            case 'shutdown':
+              return line('shutdown', `${run} shut down`);
+            case 'killed':
+              return line('killed', `${run} killed`);
+            case 'timeout':
+              return line('timeout', `${run} timed out after ${timeoutOf(event.name)}ms`);
+            case 'leaseLost':
+              return line('leaseLost', `${run} stopped: the lease was lost`);
+            case 'error':
+              return failure('error', `${run} failed`, event.error);
+          }
+          return;
         }
-        return;
+        case 'skipped':
+          return line(
+            'skipped',
+            `skipped ${event.name}: the previous run #${event.stillRunning} is still running`,
+          );
+        case 'stoppedPrevious':
+          return line('stoppedPrevious', `stopped previous run ${event.name}#${event.jobId}`);
+        case 'missed':
+          return line('missed', `${event.name} missed ${event.count} ticks`);
+        case 'guardFailed':
+          return failure('guardFailed', `guard of ${event.name} failed`, event.error);
+        case 'leaseAcquired':
+          return line(
+            'leaseAcquired',
+            `${event.name} acquired its lease, fencing token ${event.fencingToken}`,
+          );
+        case 'leaseLost':
+          return line('leaseLost', `${event.name} lost its lease: ${event.reason}`);
       }
-      case 'skipped':
-        return logger.log(`skipped ${event.name}: the previous run #${event.stillRunning} is still running`);
-      case 'stoppedPrevious':
-        return logger.warn(`stopped previous run ${event.name}#${event.jobId}`);
-      case 'missed':
-        return logger.warn(`${event.name} missed ${event.count} ticks`);
-      case 'guardFailed':
-        return logError(logger, `guard of ${event.name} failed`, event.error);
-      case 'leaseAcquired':
-        return logger.log(`${event.name} acquired its lease, fencing token ${event.fencingToken}`);
-      case 'leaseLost':
-        return logger.warn(`${event.name} lost its lease: ${event.reason}`);
-    }
+    },
   };
 }
 

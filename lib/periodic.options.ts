@@ -2,27 +2,58 @@ import { Logger } from '@nestjs/common';
 import type { ModulesContainer } from '@nestjs/core';
 import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './periodic.constants.js';
 import { PeriodicEvents } from './periodic.events.js';
-import { eventLogger } from './periodic.logger.js';
+import {
+  DEFAULT_LOG_LEVELS,
+  eventLogger,
+  LOG_KINDS,
+  LOG_LEVELS,
+  type PeriodicLoggerLevels,
+} from './periodic.logger.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
-import { checkOption, readOptions, type SchedulerMode } from './scheduler/options.js';
+import {
+  checkOption,
+  JOB_OPTION_NAMES,
+  nearest,
+  type PeriodicOptions,
+  readOptions,
+  type SchedulerMode,
+} from './scheduler/options.js';
 import { type PeriodicCoordinator, reportCoordinatorTo } from './scheduler/coordinator.js';
+
+/** Options of a decorated job given by name in the module's `jobs`: any option but `name`. */
+export type PeriodicJobOverrides = Partial<Omit<PeriodicOptions, 'name'>>;
 
 /** Options of `PeriodicModule.forRoot()`. */
 export interface PeriodicModuleOptions {
   /** The mode of every job that does not set its own; `'manual'` for tests. @default 'auto' */
   mode?: SchedulerMode;
-  /** Log events through Nest's `Logger`, context `Periodic`. @default true */
-  logger?: boolean;
+  /**
+   * Log events through Nest's `Logger`, context `Periodic`: `true` at the default levels, `false` not at all,
+   * or an object of the levels to change, e.g. `{ started: 'debug', finished: 'debug' }`. @default true
+   */
+  logger?: boolean | PeriodicLoggerLevels;
   /** Shares the leases of `exclusive` jobs between the application's replicas. @default none */
   coordinator?: PeriodicCoordinator;
+  /**
+   * Options of decorated jobs by job name, over those of their `@Periodic()`, e.g. from configuration;
+   * `{ mode: 'manual' }` switches a job off. @default none
+   */
+  jobs?: Record<string, PeriodicJobOverrides>;
 }
 
 /** The module's options, validated, with defaults filled in. */
-export type ResolvedModuleOptions = Required<Omit<PeriodicModuleOptions, 'coordinator'>> &
-  Pick<PeriodicModuleOptions, 'coordinator'>;
+export interface ResolvedModuleOptions {
+  readonly mode: SchedulerMode;
+  /** The level of each kind of line; `false`: no event is logged. */
+  readonly logger: Required<PeriodicLoggerLevels> | false;
+  readonly coordinator: PeriodicCoordinator | undefined;
+  readonly jobs: Readonly<Record<string, PeriodicJobOverrides>>;
+}
 
-const MODULE_OPTIONS = ['mode', 'logger', 'coordinator'];
+const MODULE_OPTIONS = ['mode', 'logger', 'coordinator', 'jobs'];
+/** Every option of a job but its name, which is how `jobs` finds it. */
+const OVERRIDE_NAMES = JOB_OPTION_NAMES.filter((name) => name !== 'name');
 
 /** Validates the options of `forRoot()` (or those `forRootAsync()`'s factory built) and fills in the defaults. */
 export function resolveModuleOptions(input: unknown, where: string): ResolvedModuleOptions {
@@ -32,13 +63,58 @@ export function resolveModuleOptions(input: unknown, where: string): ResolvedMod
     MODULE_OPTIONS,
     "{ mode: 'manual' }",
   ) as PeriodicModuleOptions;
-  const { mode = 'auto', logger = true, coordinator } = given;
+  const { mode = 'auto', coordinator } = given;
   checkOption(where, 'mode', mode);
-  if (typeof logger !== 'boolean') {
-    throw new PeriodicConfigError(`${where}: "logger" must be true or false, got ${describeValue(logger)}`);
-  }
   if (coordinator !== undefined) checkOption(where, 'coordinator', coordinator);
-  return { mode, logger, coordinator };
+  return { mode, logger: logLevels(where, given.logger), coordinator, jobs: jobOverrides(where, given.jobs) };
+}
+
+function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logger'] {
+  if (logger === undefined || logger === true) return DEFAULT_LOG_LEVELS;
+  if (logger === false) return false;
+  if (typeof logger !== 'object' || logger === null || Array.isArray(logger)) {
+    throw new PeriodicConfigError(
+      `${where}: "logger" must be true, false or an object of levels such as { started: 'debug' }, got ` +
+        describeValue(logger),
+    );
+  }
+  const given = readOptions(`${where}: "logger"`, logger, LOG_KINDS, "{ started: 'debug' }");
+  for (const [kind, level] of Object.entries(given)) {
+    if (level === false || LOG_LEVELS.includes(level as never)) continue;
+    const hint = typeof level === 'string' ? nearest(level, LOG_LEVELS) : undefined;
+    throw new PeriodicConfigError(
+      `${where}: "logger.${kind}" must be ${LOG_LEVELS.map((known) => `'${known}'`).join(', ')} or false, ` +
+        `got ${describeValue(level)}${hint === undefined ? '' : `; did you mean '${hint}'?`}`,
+    );
+  }
+  return { ...DEFAULT_LOG_LEVELS, ...given };
+}
+
+const NO_OVERRIDES: ResolvedModuleOptions['jobs'] = Object.freeze({});
+
+/** Checks each job's overrides as `@Periodic()` checks its options, each on its own. */
+function jobOverrides(where: string, jobs: unknown): ResolvedModuleOptions['jobs'] {
+  if (jobs === undefined) return NO_OVERRIDES;
+  if (typeof jobs !== 'object' || jobs === null || Array.isArray(jobs)) {
+    throw new PeriodicConfigError(
+      `${where}: "jobs" must be an object of options by job name such as { 'Cleanup.purge': { every: 30_000 } }, ` +
+        `got ${describeValue(jobs)}`,
+    );
+  }
+  const overrides: Record<string, PeriodicJobOverrides> = {};
+  for (const [name, options] of Object.entries(jobs)) {
+    const job = `${where}: jobs[${JSON.stringify(name)}]`;
+    if (typeof options === 'object' && options !== null && 'name' in options) {
+      throw new PeriodicConfigError(
+        `${job}: "name" cannot be overridden, it is how "jobs" finds the job; rename the job in its ` +
+          '@Periodic({ name }) instead',
+      );
+    }
+    const given = readOptions(job, options, OVERRIDE_NAMES, '{ every: 30_000 }');
+    for (const [key, value] of Object.entries(given)) checkOption(job, key as keyof PeriodicOptions, value);
+    overrides[name] = given;
+  }
+  return overrides;
 }
 
 /** What one application shares between every import of `PeriodicModule` in it. */
@@ -65,7 +141,9 @@ export function appOf(container: ModulesContainer, given: ResolvedModuleOptions)
     const options = importedOptions(container)[0] ?? given;
     // The event logger names a job's timeout, which only the registry knows; it is read when a run times out.
     const timeoutOf = (name: string): number => (registry.has(name) ? registry.get(name).options.timeout : 0);
-    const events = new PeriodicEvents(options.logger ? eventLogger(timeoutOf) : undefined);
+    const events = new PeriodicEvents(
+      options.logger === false ? undefined : eventLogger(options.logger, timeoutOf),
+    );
     const registry: PeriodicRegistry = new PeriodicRegistry(events, options);
     // Failures of the store are logged whatever `logger` says: they stop exclusive jobs.
     if (options.coordinator !== undefined)

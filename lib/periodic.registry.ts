@@ -12,6 +12,7 @@ import {
 } from './scheduler/options.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
+import type { PeriodicJobStatus } from './scheduler/status.js';
 
 interface Entry {
   readonly scheduler: PeriodicScheduler;
@@ -21,7 +22,8 @@ interface Entry {
 
 /**
  * Every job of the application by name: the schedulers `@Periodic()` methods got at bootstrap and those added
- * at run time. In manual mode, tests drive jobs through `tick` and `syncTick`.
+ * at run time. In manual mode, tests drive jobs through `tick` and `syncTick`; at run time, operations read
+ * `status` and call `trigger`, `pause` and `resume`.
  */
 @Injectable()
 export class PeriodicRegistry {
@@ -111,6 +113,34 @@ export class PeriodicRegistry {
   /** Manual mode: one tick of the job; resolves with the run's exit reason once it has ended. */
   async syncTick(name: string, options?: { timeout?: number }): Promise<SyncTickResult> {
     return this.entry(name, 'syncTick').scheduler.syncTick(options);
+  }
+
+  /**
+   * Performs one tick of the job now, in auto or manual mode, as a manual tick does (guard, overlap policy,
+   * events); the grid does not move. Resolves once the guard has been evaluated and the run, if any, started.
+   */
+  async trigger(name: string): Promise<TickResult> {
+    return this.entry(name, 'trigger').scheduler.trigger();
+  }
+
+  /** The job's ticks start nothing until `resume(name)`; runs in flight go on. Local to this process. */
+  pause(name: string): void {
+    this.entry(name, 'pause').scheduler.pause();
+  }
+
+  /** The job's ticks start runs again, from the next slot of its grid (shifted mode: `every` from now). */
+  resume(name: string): void {
+    this.entry(name, 'resume').scheduler.resume();
+  }
+
+  /** What the job is doing, and what it did last. */
+  status(name: string): PeriodicJobStatus {
+    return this.entry(name, 'status').scheduler.status();
+  }
+
+  /** The status of every job, in the order they were registered. */
+  statusAll(): PeriodicJobStatus[] {
+    return Array.from(this.jobs.values(), (entry) => entry.scheduler.status());
   }
 
   /** Adds a job's scheduler; a name already taken is a `PeriodicConfigError` naming both places. */

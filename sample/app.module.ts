@@ -1,14 +1,18 @@
 import { Module } from '@nestjs/common';
-import { PeriodicModule } from '../lib/index.js';
+import { PeriodicModule, type PeriodicModuleOptions } from '../lib/index.js';
 import { Jobs } from './jobs.js';
+import { Operations } from './operations.js';
 import { replicas } from './replicas.js';
 import { Store } from './store.js';
 
+// A healthy run logs nothing by default; the sample shows the original's run lines, at debug level.
+const options: PeriodicModuleOptions = { logger: { started: 'debug', finished: 'debug' } };
+
 // With REDIS_URL, the application can run as several replicas: the "digest" job runs in one of them at a time.
-const shared = process.env.REDIS_URL === undefined ? undefined : replicas;
+const shared = process.env.REDIS_URL === undefined ? undefined : replicas(options);
 
 @Module({
-  imports: shared?.imports ?? [PeriodicModule.forRoot()],
-  providers: [Store, Jobs, ...(shared?.providers ?? [])],
+  imports: shared?.imports ?? [PeriodicModule.forRoot(options)],
+  providers: [Store, Jobs, Operations, ...(shared?.providers ?? [])],
 })
 export class AppModule {}

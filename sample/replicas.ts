@@ -1,7 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { Periodic, type PeriodicContext, PeriodicModule, RedisCoordinator } from '../lib/index.js';
+import {
+  Periodic,
+  type PeriodicContext,
+  PeriodicModule,
+  type PeriodicModuleOptions,
+  RedisCoordinator,
+} from '../lib/index.js';
 
 /**
  * The Redis connection shared by the replicas. It is closed on application shutdown, which comes after every
@@ -38,20 +44,23 @@ export class Digest {
 }
 
 /** The periodic module with a Redis coordinator, and the exclusive job. */
-export const replicas = {
-  imports: [
-    RedisModule,
-    PeriodicModule.forRootAsync({
-      imports: [RedisModule],
-      inject: [RedisConnection],
-      useFactory: (redis: RedisConnection) => ({
-        coordinator: new RedisCoordinator({
-          client: redis.client,
-          keyPrefix: 'periodic-sample:',
-          leaseMs: 3000,
+export function replicas(options: Pick<PeriodicModuleOptions, 'logger'>) {
+  return {
+    imports: [
+      RedisModule,
+      PeriodicModule.forRootAsync({
+        imports: [RedisModule],
+        inject: [RedisConnection],
+        useFactory: (redis: RedisConnection) => ({
+          ...options,
+          coordinator: new RedisCoordinator({
+            client: redis.client,
+            keyPrefix: 'periodic-sample:',
+            leaseMs: 3000,
+          }),
         }),
       }),
-    }),
-  ],
-  providers: [Digest],
-};
+    ],
+    providers: [Digest],
+  };
+}

@@ -35,6 +35,11 @@ export class DeadlineTimer {
 
   constructor(readonly listener: DeadlineListener) {}
 
+  /** Whether a deadline is pending: armed, and its listener not called yet. */
+  get armed(): boolean {
+    return this.index !== -1 || this.own !== undefined;
+  }
+
   /** Arms the timer for `deadline` on the `now()` timeline, replacing any pending deadline. */
   armAt(deadline: number): void {
     this.cancel();

@@ -12,6 +12,7 @@ import type { PeriodicFleetSchedule } from './coordinator.js';
 import { fleetNext, gridOf } from './fleet.js';
 import { Lease } from './lease.js';
 import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
+import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
 
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
 const SYNC_TICK_TIMEOUT = 4000;
@@ -40,7 +41,11 @@ export class PeriodicScheduler {
   readonly options: ResolvedPeriodicOptions;
   private readonly job: PeriodicSchedulerOptions['run'];
   private readonly sink: Sink | undefined;
-  private status: 'idle' | 'ticking' | 'stopped' = 'idle';
+  private phase: 'idle' | 'ticking' | 'stopped' = 'idle';
+  /** Paused: ticks start nothing until `resume()`; the timer keeps the grid. */
+  private paused = false;
+  /** What the job did: made with its first tick. */
+  private recorded: JobRecord | undefined;
   private readonly runs = new Set<Run>();
   private lastJobId = 0;
   /** Auto mode: the deadline the tick timer aims at, on the `now()` timeline. */
@@ -97,9 +102,9 @@ export class PeriodicScheduler {
     this.sink = typeof events === 'function' ? { emit: events } : events;
   }
 
-  /** `'idle'` until `start()`, `'ticking'` until `stop()`, then `'stopped'` for good. */
-  get state(): 'idle' | 'ticking' | 'stopped' {
-    return this.status;
+  /** `'idle'` until `start()`, `'ticking'` (or `'paused'`) until `stop()`, then `'stopped'` for good. */
+  get state(): PeriodicJobStatus['state'] {
+    return this.paused && this.phase === 'ticking' ? 'paused' : this.phase;
   }
 
   /** The number of runs being tracked: started, and neither settled nor abandoned. */
@@ -109,13 +114,13 @@ export class PeriodicScheduler {
 
   /** Starts ticking: the first tick comes `initialDelay` ms from now (auto mode). Idempotent. */
   start(): void {
-    if (this.status === 'ticking') return;
-    if (this.status === 'stopped') {
+    if (this.phase === 'ticking') return;
+    if (this.phase === 'stopped') {
       throw new PeriodicConfigError(
         `job "${this.name}" was stopped and cannot start again; create a new PeriodicScheduler instead`,
       );
     }
-    this.status = 'ticking';
+    this.phase = 'ticking';
     this.lease?.start();
     if (this.calendar === undefined) this.armNext(this.options.initialDelay);
     else this.armSlot(this.calendar.next(Date.now()));
@@ -147,8 +152,8 @@ export class PeriodicScheduler {
    * `stop()`. An application that begins to close halts every job at once, and drains each in its turn.
    */
   halt(): void {
-    if (this.status === 'stopped') return;
-    this.status = 'stopped';
+    if (this.phase === 'stopped') return;
+    this.phase = 'stopped';
     this.timer?.cancel();
     this.jitterTimer?.cancel();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
@@ -157,10 +162,52 @@ export class PeriodicScheduler {
 
   /** Manual mode: performs one tick; resolves once the guard has been evaluated and the run, if any, started. */
   async tick(): Promise<TickResult> {
-    const refusal = this.refuseManualTick();
+    if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
+    return this.trigger();
+  }
+
+  /**
+   * Performs one tick now, in either mode, as a manual tick does (guard, overlap policy, events); the grid does
+   * not move. Resolves once the guard has been evaluated and the run, if any, started.
+   */
+  async trigger(): Promise<TickResult> {
+    const refusal = this.refuseTick();
     if (refusal !== undefined) return refusal;
-    const run = await this.manualTick(undefined);
+    const run = await (this.options.mode === 'manual'
+      ? this.manualTick(undefined)
+      : this.handleTick(now(), Date.now(), undefined, true));
     return run === undefined ? { ok: false, error: 'jobNotStarted' } : { ok: true, jobId: run.jobId };
+  }
+
+  /**
+   * Ticks start nothing (no guard, no run) until `resume()`; runs in flight go on, and the grid keeps its
+   * place. Local to this process: an exclusive job's lease is kept.
+   */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Ticks start runs again: the next is the next slot of the grid; in shifted mode, `every` from now. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    // A shifted job with a run in flight arms its next tick when that run ends.
+    if (this.options.delayMode === 'shifted' && this.timer?.armed === true) this.armNext(this.options.every);
+  }
+
+  /** What the job is doing, and what it did last. */
+  status(): PeriodicJobStatus {
+    const ticking = this.state === 'ticking' && this.timer?.armed === true;
+    return statusOf(
+      {
+        options: this.options,
+        state: this.state,
+        running: this.runs.size,
+        nextSlot: ticking ? this.slot : 0,
+        lease: this.lease,
+      },
+      this.recorded,
+    );
   }
 
   /**
@@ -170,7 +217,8 @@ export class PeriodicScheduler {
   async syncTick(options: { timeout?: number } = {}): Promise<SyncTickResult> {
     const timeout = options.timeout ?? SYNC_TICK_TIMEOUT;
     checkOption(`syncTick() of job "${this.name}"`, 'timeout', timeout);
-    const refusal = this.refuseManualTick();
+    if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
+    const refusal = this.refuseTick();
     if (refusal !== undefined) return refusal;
     return new Promise((resolve, reject) => {
       let run: Run | undefined;
@@ -244,10 +292,14 @@ export class PeriodicScheduler {
    * tick. Returns false when a listener stopped the scheduler (or removed the job): then nothing is armed again.
    */
   private reportMissed(count: number): boolean {
-    if (this.lease?.held !== false && this.listens('missed')) {
-      this.emit({ type: 'missed', name: this.name, count });
-    }
-    return this.status === 'ticking';
+    // A paused job drops its ticks on purpose.
+    if (this.lease?.held !== false && !this.paused) this.missed(count);
+    return this.phase === 'ticking';
+  }
+
+  private missed(count: number): void {
+    this.record.missed += count;
+    if (this.listens('missed')) this.emit({ type: 'missed', name: this.name, count });
   }
 
   /**
@@ -289,23 +341,25 @@ export class PeriodicScheduler {
 
   /**
    * Claims the slot of an exclusive job's timer tick (`slot`: its wall-clock time), evaluates the guard, then
-   * starts a run. Stays synchronous unless the slot is claimed or the guard returns a promise.
+   * starts a run. Stays synchronous unless the slot is claimed or the guard returns a promise. A `triggered`
+   * tick (asked for in auto mode) claims no slot and arms no next tick: the grid does not move.
    */
   private handleTick(
     scheduledAt: number,
     slot: number,
     waiter: Run['waiter'],
+    triggered = false,
   ): Run | undefined | Promise<Run | undefined> {
-    if (this.status !== 'ticking') return undefined;
+    if (this.phase !== 'ticking') return undefined;
     const { lease } = this;
-    // Without the lease a tick starts nothing: no guard, no event.
-    if (lease?.held === false) return this.noRun();
+    // Without the lease, or paused, a tick starts nothing: no guard, no event.
+    if (lease?.held === false || this.paused) return this.noRun(triggered);
     if (this.pending) {
-      if (this.listens('missed')) this.emit({ type: 'missed', name: this.name, count: 1 });
-      return this.noRun();
+      this.missed(1);
+      return this.noRun(triggered);
     }
-    if (lease === undefined || this.options.mode === 'manual')
-      return this.passGuard(scheduledAt, slot, waiter);
+    if (lease === undefined || this.options.mode === 'manual' || triggered)
+      return this.passGuard(scheduledAt, slot, waiter, triggered);
     // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
     this.pending = true;
     const { grid } = this;
@@ -319,7 +373,7 @@ export class PeriodicScheduler {
     // A replica that began to close while it claimed the slot runs nothing: it gives the slot back to the
     // fleet (due now) before it releases the lease, and the next holder runs it.
     this.claiming = tick.then((run) => {
-      if (run === undefined && this.status === 'stopped') {
+      if (run === undefined && this.phase === 'stopped') {
         return lease.writeSchedule({ grid, last: slot, next: slot });
       }
     });
@@ -330,53 +384,68 @@ export class PeriodicScheduler {
     scheduledAt: number,
     slot: number,
     waiter: Run['waiter'],
+    triggered = false,
   ): Run | undefined | Promise<Run | undefined> {
     const guard = this.options.when;
-    if (guard === undefined) return this.startRun(scheduledAt, slot, waiter);
+    if (guard === undefined) return this.startRun(scheduledAt, slot, waiter, triggered);
     let verdict: unknown;
     try {
       verdict = guard();
-      if (!isThenable(verdict)) return verdict ? this.startRun(scheduledAt, slot, waiter) : this.noRun();
+      if (!isThenable(verdict)) {
+        return verdict ? this.startRun(scheduledAt, slot, waiter, triggered) : this.noRun(triggered);
+      }
     } catch (error) {
-      return this.guardFailed(error);
+      return this.guardFailed(error, triggered);
     }
     this.pending = true;
     return Promise.resolve(verdict).then(
       (passed) => {
         this.pending = false;
         // The lease may have been lost while the guard was pending.
-        return passed && this.lease?.held !== false ? this.startRun(scheduledAt, slot, waiter) : this.noRun();
+        return passed && this.lease?.held !== false
+          ? this.startRun(scheduledAt, slot, waiter, triggered)
+          : this.noRun(triggered);
       },
       (error: unknown) => {
         this.pending = false;
-        return this.guardFailed(error);
+        return this.guardFailed(error, triggered);
       },
     );
   }
 
   /** Applies the overlap policy, then starts a run. */
-  private startRun(scheduledAt: number, slot: number, waiter: Run['waiter']): Run | undefined {
-    if (this.status !== 'ticking') return undefined;
+  private startRun(
+    scheduledAt: number,
+    slot: number,
+    waiter: Run['waiter'],
+    triggered: boolean,
+  ): Run | undefined {
+    if (this.phase !== 'ticking') return undefined;
     if (this.runs.size > 0 && this.options.onOverlap !== 'run') {
       if (this.options.onOverlap === 'ignore') {
+        this.record.skipped++;
         if (this.listens('skipped')) {
           const [stillRunning] = this.runs;
           this.emit({ type: 'skipped', name: this.name, stillRunning: stillRunning.jobId });
         }
-        return this.noRun();
+        return this.noRun(triggered);
       }
       for (const previous of [...this.runs]) {
+        // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
+        if (!previous.triggered) triggered = false;
         previous.stop('stopPrevious');
         if (this.listens('stoppedPrevious')) {
           this.emit({ type: 'stoppedPrevious', name: this.name, jobId: previous.jobId });
         }
       }
       // An abort listener of the stopped run may have stopped this scheduler.
-      if (this.status !== 'ticking') return undefined;
+      if (this.phase !== 'ticking') return undefined;
     }
     const run = new Run(this.options, ++this.lastJobId, scheduledAt, slot, this, this.lease?.fencingToken);
     run.waiter = waiter;
+    run.triggered = triggered;
     this.runs.add(run);
+    this.record.runStarted();
     if (this.listens('started')) {
       const { jobId, startedAt } = run.context;
       this.emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
@@ -385,27 +454,32 @@ export class PeriodicScheduler {
     return run;
   }
 
-  private guardFailed(error: unknown): undefined {
+  private guardFailed(error: unknown, triggered: boolean): undefined {
+    this.record.guardFailed++;
     if (this.listens('guardFailed')) this.emit({ type: 'guardFailed', name: this.name, error });
-    return this.noRun();
+    return this.noRun(triggered);
   }
 
-  /** A tick that starts no run: in shifted mode the next tick comes `every` ms after it. */
-  private noRun(): undefined {
-    if (this.options.delayMode === 'shifted' && this.status === 'ticking') this.armNext(this.options.every);
+  /** A tick that starts no run: in shifted mode the next tick comes `every` ms after it, unless it was triggered. */
+  private noRun(triggered = false): undefined {
+    if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !triggered) {
+      this.armNext(this.options.every);
+    }
     return undefined;
   }
 
   /** @internal A run of this job has ended. */
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void {
     this.runs.delete(run);
-    const listening = this.listens('finished');
     // Read before the next tick is armed, so that the gap from this end to it is never below `every`.
-    const durationMs = listening || run.waiter !== undefined ? now() - run.context.startedAt : 0;
-    // A run replaced by stopPrevious leaves the next tick to the run that replaced it.
-    if (this.options.delayMode === 'shifted' && this.status === 'ticking' && !run.replaced) {
+    const durationMs = now() - run.context.startedAt;
+    this.record.runEnded(reason, durationMs, failed, error);
+    // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
+    // the grid.
+    if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !run.replaced && !run.triggered) {
       this.armNext(this.options.every);
     }
+    const listening = this.listens('finished');
     if (listening || run.waiter !== undefined) {
       const outcome: RunOutcome = failed ? { reason, error, durationMs } : { reason, durationMs };
       if (listening) this.emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
@@ -417,7 +491,7 @@ export class PeriodicScheduler {
   /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
   leaseAcquired(fencingToken: number, stored: PeriodicFleetSchedule | null): void {
     if (this.listens('leaseAcquired')) this.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
-    if (this.options.mode !== 'auto' || this.status !== 'ticking') return;
+    if (this.options.mode !== 'auto' || this.phase !== 'ticking') return;
     const wallNow = Date.now();
     const next = fleetNext(stored, this.grid, (last) => this.slotAfter(last), wallNow);
     if (next === undefined) {
@@ -482,10 +556,17 @@ export class PeriodicScheduler {
 
   // ---- Plumbing ----
 
-  private refuseManualTick(): Extract<TickResult, { ok: false }> | undefined {
-    if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
-    if (this.status !== 'ticking') return { ok: false, error: 'jobNotStarted' };
+  /** Why a tick asked for now would start nothing, if it is known before the tick. */
+  private refuseTick(): Extract<TickResult, { ok: false }> | undefined {
+    if (this.phase !== 'ticking') return { ok: false, error: 'jobNotStarted' };
+    if (this.paused) return { ok: false, error: 'paused' };
+    if (this.lease?.held === false) return { ok: false, error: 'notLeaseHolder' };
     return undefined;
+  }
+
+  /** What the job did: counted from its first tick. */
+  private get record(): JobRecord {
+    return (this.recorded ??= new JobRecord());
   }
 
   private syncTickTimedOut(timeout: number, run: Run | undefined): PeriodicTimeoutError {

@@ -23,12 +23,13 @@ export interface PeriodicContext {
 
 /** What `tick()` resolves: the run it started, or why none started. */
 export type TickResult =
-  { ok: true; jobId: number } | { ok: false; error: 'jobNotStarted' | 'notInManualMode' };
+  | { ok: true; jobId: number }
+  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' | 'paused' | 'notLeaseHolder' };
 
 /** What `syncTick()` resolves: how the run it started ended, or why none started. */
 export type SyncTickResult =
   | { ok: true; reason: JobExitReason; error?: unknown; durationMs: number }
-  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' };
+  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' | 'paused' | 'notLeaseHolder' };
 
 /** How a run ended: `error` is present when it threw or rejected. */
 export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
@@ -88,6 +89,8 @@ export class Run implements DeadlineListener {
   readonly context: PeriodicContext;
   /** Told how the run ended (`syncTick`). */
   waiter: ((outcome: RunOutcome) => void) | undefined;
+  /** Started by `trigger()` in auto mode, off the grid: its end arms no tick. */
+  triggered = false;
   /** Set once the run has ended; whatever it does after that is swallowed. */
   private ended = false;
   private stopReason: AbortReason | undefined;

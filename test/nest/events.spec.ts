@@ -9,6 +9,7 @@ import {
   PeriodicEvents,
   PeriodicModule,
 } from '../../lib/index.js';
+import { DEFAULT_LOG_LEVELS, eventLogger } from '../../lib/periodic.logger.js';
 import { honouringRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 
@@ -180,7 +181,18 @@ describe('diagnostics_channel', () => {
     expect(events.wants('started')).toBe(true);
     unsubscribe('nestjs-periodic:started', onStarted);
     expect(events.wants('started')).toBe(false);
-    const logged = new PeriodicEvents(() => undefined);
-    expect([logged.wants('missed'), logged.wants('nextTick')]).toEqual([true, false]);
+    // By default the logger wants what a healthy job never does: no `started`, but `finished` (a failure).
+    const logged = new PeriodicEvents(eventLogger(DEFAULT_LOG_LEVELS, () => 0));
+    expect(
+      ['missed', 'nextTick', 'started', 'finished', 'skipped'].map((type) => logged.wants(type as never)),
+    ).toEqual([true, false, false, true, true]);
+    const quiet = new PeriodicEvents(
+      eventLogger({ ...DEFAULT_LOG_LEVELS, missed: false, skipped: false, started: 'debug' }, () => 0),
+    );
+    expect(['missed', 'skipped', 'started'].map((type) => quiet.wants(type as never))).toEqual([
+      false,
+      false,
+      true,
+    ]);
   });
 });

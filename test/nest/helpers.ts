@@ -45,7 +45,10 @@ export class LogCapture implements LoggerService {
 
   private keep(level: Level, message: unknown, params: unknown[]): void {
     const context = params.length > 0 ? (params[params.length - 1] as string | undefined) : undefined;
-    const stack = level === 'error' && params.length > 1 ? (params[0] as string | undefined) : undefined;
+    const stack =
+      (level === 'error' || level === 'fatal') && params.length > 1
+        ? (params[0] as string | undefined)
+        : undefined;
     this.lines.push({ level, message: String(message), context, ...(stack === undefined ? {} : { stack }) });
   }
 }

@@ -294,7 +294,67 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
       `PeriodicModule.forRoot(): "mode" must be 'auto' or 'manual', got "manul"; did you mean 'manual'?`,
     ],
     [{ mode: 'sometimes' }, `PeriodicModule.forRoot(): "mode" must be 'auto' or 'manual', got "sometimes"`],
-    [{ logger: 'yes' }, 'PeriodicModule.forRoot(): "logger" must be true or false, got "yes"'],
+    [
+      { logger: 'yes' },
+      `PeriodicModule.forRoot(): "logger" must be true, false or an object of levels such as { started: 'debug' }, got "yes"`,
+    ],
+    [
+      { logger: { strated: 'debug' } },
+      'PeriodicModule.forRoot(): "logger": unknown option "strated"; did you mean "started"? The options are: started, finished,',
+    ],
+    [
+      { logger: { started: 'info' } },
+      `PeriodicModule.forRoot(): "logger.started" must be 'log', 'error', 'warn', 'debug', 'verbose', 'fatal' or false, got "info"`,
+    ],
+    [
+      { logger: { skipped: 'Debug' } },
+      `"logger.skipped" must be 'log', 'error', 'warn', 'debug', 'verbose', 'fatal' or false, got "Debug"; did you mean 'debug'?`,
+    ],
+    [
+      { logger: { started: true } },
+      `"logger.started" must be 'log', 'error', 'warn', 'debug', 'verbose', 'fatal' or false, got true`,
+    ],
+    [
+      { jobs: 'Cleanup.purge' },
+      `PeriodicModule.forRoot(): "jobs" must be an object of options by job name such as { 'Cleanup.purge': { every: 30_000 } }, got "Cleanup.purge"`,
+    ],
+    [{ jobs: [{ every: 1000 }] }, `"jobs" must be an object of options by job name`],
+    [
+      { jobs: { 'Cleanup.purge': { every: -1 } } },
+      'PeriodicModule.forRoot(): jobs["Cleanup.purge"]: "every" must be an integer number of milliseconds ≥ 1, got -1',
+    ],
+    [
+      { jobs: { 'Cleanup.purge': { every: '30000' } } },
+      'PeriodicModule.forRoot(): jobs["Cleanup.purge"]: "every" must be an integer number of milliseconds ≥ 1, got "30000"',
+    ],
+    [
+      { jobs: { 'Cleanup.purge': { mode: 'off' } } },
+      `PeriodicModule.forRoot(): jobs["Cleanup.purge"]: "mode" must be 'auto' or 'manual', got "off"`,
+    ],
+    [
+      { jobs: { 'Cleanup.purge': { onOverlap: 'skip' } } },
+      `jobs["Cleanup.purge"]: "onOverlap" must be 'run', 'ignore' or 'stopPrevious', got "skip"`,
+    ],
+    [
+      { jobs: { 'Cleanup.purge': { cron: '' } } },
+      `jobs["Cleanup.purge"]: "cron" must be a cron pattern such as '0 3 * * *', got ""`,
+    ],
+    [
+      { jobs: { 'Cleanup.purge': { evry: 30_000 } } },
+      'PeriodicModule.forRoot(): jobs["Cleanup.purge"]: unknown option "evry"; did you mean "every"?',
+    ],
+    [
+      { jobs: { 'Cleanup.purge': { name: 'purge' } } },
+      'PeriodicModule.forRoot(): jobs["Cleanup.purge"]: "name" cannot be overridden, it is how "jobs" finds the job; rename the job in its @Periodic({ name }) instead',
+    ],
+    [
+      { jobs: { 'Cleanup.purge': { coordinator: {} } } },
+      'PeriodicModule.forRoot(): jobs["Cleanup.purge"]: unknown option "coordinator"',
+    ],
+    [
+      { jobs: { 'Cleanup.purge': 30_000 } },
+      'PeriodicModule.forRoot(): jobs["Cleanup.purge"]: the options must be an object such as { every: 30_000 }, got 30000',
+    ],
     [{ mdoe: 'manual' }, 'PeriodicModule.forRoot(): unknown option "mdoe"; did you mean "mode"?'],
     [
       { coordinator: { client: {} } },

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
+import { InMemoryCoordinator, Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
 import { deferred, honouringRun, stuckRun } from '../scheduler/helpers.js';
-import { useApps } from './helpers.js';
+import { type TestApp, useApps } from './helpers.js';
 
 @Injectable()
 class Jobs {
@@ -46,8 +46,8 @@ class Jobs {
 describe('the logger', () => {
   const createApp = useApps();
 
-  it("logs every event but nextTick through Nest's Logger, context Periodic, in the original's words", async () => {
-    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Jobs] });
+  /** Ticks each job of `Jobs` the way that makes each kind of line once, then closes the application. */
+  async function tickEveryKind(app: TestApp): Promise<void> {
     const { registry } = app;
     await registry.syncTick('Jobs.quick');
     await registry.syncTick('Jobs.fail');
@@ -62,20 +62,17 @@ describe('the logger', () => {
     await pending;
     await registry.tick('Jobs.broken');
     await app.close();
+  }
 
+  it("logs each kind of event at its default level through Nest's Logger, context Periodic, in the original's words", async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Jobs] });
+    await tickEveryKind(app);
     expect(app.logs.periodic()).toEqual([
-      'debug: job Jobs.quick#1 started',
-      expect.stringMatching(/^debug: job Jobs\.quick#1 finished, duration=\d+ms$/),
-      'debug: job Jobs.fail#1 started',
       'error: job Jobs.fail#1 failed: disk full',
-      'debug: job Jobs.slow#1 started',
       'error: job Jobs.slow#1 timed out after 10ms',
-      'debug: job Jobs.single#1 started',
-      'log: skipped Jobs.single: the previous run #1 is still running',
-      'debug: job Jobs.latest#1 started',
+      'debug: skipped Jobs.single: the previous run #1 is still running',
       'warn: job Jobs.latest#1 killed',
       'warn: stopped previous run Jobs.latest#1',
-      'debug: job Jobs.latest#2 started',
       'warn: Jobs.guarded missed 1 ticks',
       'error: guard of Jobs.broken failed: no config',
       'warn: job Jobs.latest#2 killed',
@@ -87,6 +84,85 @@ describe('the logger', () => {
       undefined,
       expect.stringContaining('Error: no config'),
     ]);
+  });
+
+  it('a healthy application logs nothing by default: runs that start and end normally make no line', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Jobs] });
+    app.registry.add('fast', () => undefined, { every: 5, initialDelay: 0 });
+    for (let runs = 0; runs < 5;) {
+      await app.events.once('finished', (event) => event.name === 'fast');
+      runs++;
+    }
+    await app.registry.remove('fast');
+    expect(app.seen.filter((event) => event.type === 'started').length).toBeGreaterThanOrEqual(5);
+    expect(app.logs.periodic()).toEqual([]);
+  });
+
+  it("a level per kind: the kinds named change, the others keep their defaults; { started, finished: 'debug' } brings back the run lines", async () => {
+    const app = await createApp({
+      imports: [
+        PeriodicModule.forRoot({
+          mode: 'manual',
+          logger: {
+            started: 'debug',
+            finished: 'verbose',
+            error: 'fatal',
+            timeout: 'warn',
+            killed: false,
+            skipped: 'log',
+            guardFailed: 'warn',
+          },
+        }),
+      ],
+      providers: [Jobs],
+    });
+    await tickEveryKind(app);
+    expect(app.logs.periodic()).toEqual([
+      'debug: job Jobs.quick#1 started',
+      expect.stringMatching(/^verbose: job Jobs\.quick#1 finished, duration=\d+ms$/),
+      'debug: job Jobs.fail#1 started',
+      'fatal: job Jobs.fail#1 failed: disk full',
+      'debug: job Jobs.slow#1 started',
+      'warn: job Jobs.slow#1 timed out after 10ms',
+      'debug: job Jobs.single#1 started',
+      'log: skipped Jobs.single: the previous run #1 is still running',
+      'debug: job Jobs.latest#1 started',
+      'warn: stopped previous run Jobs.latest#1',
+      'debug: job Jobs.latest#2 started',
+      'warn: Jobs.guarded missed 1 ticks',
+      'warn: guard of Jobs.broken failed: no config',
+      'log: job Jobs.single#1 shut down',
+    ]);
+    // The error levels of Nest's Logger take the stack; the others take the message alone.
+    const fatal = app.logs.lines.find((line) => line.level === 'fatal');
+    expect(fatal).toMatchObject({ context: 'Periodic', stack: expect.stringContaining('Error: disk full') });
+    const guard = app.logs.lines.find((line) => line.message.startsWith('guard of'));
+    expect(guard).toEqual({
+      level: 'warn',
+      message: 'guard of Jobs.broken failed: no config',
+      context: 'Periodic',
+    });
+  });
+
+  it('the lease kinds: acquired at log, lost (the event and the run it stopped) at warn, or as configured', async () => {
+    for (const logger of [true, { leaseAcquired: 'debug', leaseLost: 'error' }] as const) {
+      const coordinator = new RefusingCoordinator({ leaseMs: 300 });
+      const app = await createApp({
+        imports: [PeriodicModule.forRoot({ coordinator, mode: 'manual', logger })],
+      });
+      app.registry.add('lease', honouringRun, { every: 1000, exclusive: true });
+      const acquired = await app.events.once('leaseAcquired');
+      await app.registry.tick('lease');
+      coordinator.refusing = true;
+      await app.events.once('finished');
+      await app.close();
+      const [acquiredAt, lostAt] = logger === true ? ['log', 'warn'] : ['debug', 'error'];
+      expect(app.logs.periodic()).toEqual([
+        `${acquiredAt}: lease acquired its lease, fencing token ${acquired.fencingToken}`,
+        expect.stringMatching(new RegExp(`^${lostAt}: lease lost its lease: the store refused the renewal`)),
+        `${lostAt}: job lease#1 stopped: the lease was lost`,
+      ]);
+    }
   });
 
   it('a value thrown that is not an Error is shown as it is', async () => {
@@ -107,9 +183,17 @@ describe('the logger', () => {
       imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false })],
       providers: [Jobs],
     });
-    await app.registry.syncTick('Jobs.quick');
-    await app.registry.syncTick('Jobs.fail');
+    await tickEveryKind(app);
     expect(app.seen.length).toBeGreaterThan(0);
     expect(app.logs.periodic()).toEqual([]);
   });
 });
+
+/** Refuses every renewal once told to, as a store where another replica took the lease would. */
+class RefusingCoordinator extends InMemoryCoordinator {
+  refusing = false;
+
+  override renew(name: string, token: string): Promise<boolean> {
+    return this.refusing ? Promise.resolve(false) : super.renew(name, token);
+  }
+}

@@ -418,12 +418,14 @@ describe('releasing', () => {
 });
 
 describe('exclusive runs', () => {
-  it('manual mode: tick() without the lease is jobNotStarted; with it, the run has the fencing token', async () => {
+  it('manual mode: tick() without the lease is notLeaseHolder; with it, the run has the fencing token', async () => {
     const store = new FlakyStore();
     const holder = replica(store, { every: 100, mode: 'manual' });
     const other = replica(store, { every: 100, mode: 'manual' });
     await flush();
-    await expect(other.scheduler.tick()).resolves.toEqual({ ok: false, error: 'jobNotStarted' });
+    await expect(other.scheduler.tick()).resolves.toEqual({ ok: false, error: 'notLeaseHolder' });
+    await expect(other.scheduler.syncTick()).resolves.toEqual({ ok: false, error: 'notLeaseHolder' });
+    expect(other.contexts).toEqual([]);
     await expect(holder.scheduler.syncTick()).resolves.toMatchObject({ ok: true, reason: 'normal' });
     expect(holder.contexts[0].fencingToken).toBe(holder.log.of('leaseAcquired')[0].fencingToken);
   });

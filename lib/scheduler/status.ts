@@ -1,0 +1,128 @@
+import type { JobExitReason } from './events.js';
+import type { ResolvedPeriodicOptions, SchedulerMode } from './options.js';
+
+/** What a job is doing, and what it did last: `registry.status(name)`. */
+export interface PeriodicJobStatus {
+  name: string;
+  /** `'idle'` until the application has bootstrapped, `'stopped'` once it closes or the job is removed. */
+  state: 'idle' | 'ticking' | 'paused' | 'stopped';
+  mode: SchedulerMode;
+  schedule: { every: number } | { cron: string; timezone: string };
+  /** Runs in flight. */
+  running: number;
+  /** Auto mode while ticking (and no run of a shifted job in flight); null otherwise. */
+  nextTickAt: Date | null;
+  lastStartedAt: Date | null;
+  lastFinished: { reason: JobExitReason; at: Date; durationMs: number; error?: unknown } | null;
+  /** When the last run that ended `'normal'` ended. */
+  lastSucceededAt: Date | null;
+  /** Runs ended `'error'`, `'timeout'`, `'killed'` or `'leaseLost'` since the last `'normal'` one. */
+  consecutiveFailures: number;
+  counts: { started: number; skipped: number; missed: number; guardFailed: number } & Record<
+    JobExitReason,
+    number
+  >;
+  /** Exclusive jobs only: whether this replica holds the lease, and its fencing token if it does. */
+  lease: { held: boolean; fencingToken: number | null } | null;
+}
+
+/**
+ * What a job did, counted as it happens: plain numbers, wall-clock times in epoch ms; the dates of a status
+ * are made when it is asked for. A job gets its record with its first tick, so that idle jobs cost nothing.
+ */
+export class JobRecord {
+  started = 0;
+  skipped = 0;
+  missed = 0;
+  guardFailed = 0;
+  normal = 0;
+  error = 0;
+  timeout = 0;
+  killed = 0;
+  shutdown = 0;
+  leaseLost = 0;
+  consecutiveFailures = 0;
+  lastStartedAt = 0;
+  lastSucceededAt = 0;
+  /** The last run that ended; its `error` only when it threw or rejected. */
+  lastReason: JobExitReason | undefined = undefined;
+  lastEndedAt = 0;
+  lastDurationMs = 0;
+  lastError: { value: unknown } | undefined = undefined;
+
+  runStarted(): void {
+    this.started++;
+    this.lastStartedAt = Date.now();
+  }
+
+  runEnded(reason: JobExitReason, durationMs: number, failed: boolean, error: unknown): void {
+    this[reason]++;
+    const at = Date.now();
+    this.lastReason = reason;
+    this.lastEndedAt = at;
+    this.lastDurationMs = durationMs;
+    this.lastError = failed ? { value: error } : undefined;
+    if (reason === 'normal') {
+      this.lastSucceededAt = at;
+      this.consecutiveFailures = 0;
+    } else if (reason !== 'shutdown') {
+      this.consecutiveFailures++;
+    }
+  }
+}
+
+/** What a job's status is made of, beside its record. */
+export interface StatusSource {
+  readonly options: ResolvedPeriodicOptions;
+  readonly state: PeriodicJobStatus['state'];
+  readonly running: number;
+  /** Epoch ms of the next tick; 0 when none is armed. */
+  readonly nextSlot: number;
+  readonly lease: { held: boolean; fencingToken: number } | undefined;
+}
+
+const NEVER = new JobRecord();
+
+/** A job's status from its record (none yet: nothing happened). */
+export function statusOf(source: StatusSource, record: JobRecord = NEVER): PeriodicJobStatus {
+  const { options, lease } = source;
+  const date = (epoch: number): Date | null => (epoch === 0 ? null : new Date(epoch));
+  const { lastReason } = record;
+  return {
+    name: options.name,
+    state: source.state,
+    mode: options.mode,
+    schedule:
+      options.cron === undefined
+        ? { every: options.every }
+        : { cron: options.cron, timezone: options.timezone! },
+    running: source.running,
+    nextTickAt: date(source.nextSlot),
+    lastStartedAt: date(record.lastStartedAt),
+    lastFinished:
+      lastReason === undefined
+        ? null
+        : {
+            reason: lastReason,
+            at: new Date(record.lastEndedAt),
+            durationMs: record.lastDurationMs,
+            ...(record.lastError === undefined ? {} : { error: record.lastError.value }),
+          },
+    lastSucceededAt: date(record.lastSucceededAt),
+    consecutiveFailures: record.consecutiveFailures,
+    counts: {
+      started: record.started,
+      skipped: record.skipped,
+      missed: record.missed,
+      guardFailed: record.guardFailed,
+      normal: record.normal,
+      error: record.error,
+      timeout: record.timeout,
+      killed: record.killed,
+      shutdown: record.shutdown,
+      leaseLost: record.leaseLost,
+    },
+    lease:
+      lease === undefined ? null : { held: lease.held, fencingToken: lease.held ? lease.fencingToken : null },
+  };
+}

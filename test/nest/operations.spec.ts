@@ -1,0 +1,261 @@
+// Operating jobs in an application (README, "Operating jobs"): the registry's status, trigger, pause and
+// resume; options from configuration (the module's `jobs`); the README's HTTP recipe.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, jest } from '@jest/globals';
+import { type ExecutionContext, Injectable, NotFoundException } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import {
+  InMemoryCoordinator,
+  Periodic,
+  PeriodicConfigError,
+  type PeriodicContext,
+  PeriodicModule,
+  PeriodicNotFoundError,
+  type PeriodicOptions,
+} from '../../lib/index.js';
+import { deferred, honouringRun } from '../scheduler/helpers.js';
+import { JobsController, OperationsGuard } from './fixtures/jobs.controller.js';
+import { useApps } from './helpers.js';
+
+@Injectable()
+class Cleanup {
+  runs: PeriodicContext[] = [];
+  open = true;
+
+  @Periodic({ every: 60_000 })
+  purge(context: PeriodicContext): void {
+    this.runs.push(context);
+  }
+
+  @Periodic({ cron: '0 3 * * *', timezone: 'Europe/Berlin', name: 'nightly' })
+  nightly(): void {}
+}
+
+describe('PeriodicRegistry: status, trigger, pause, resume', () => {
+  const createApp = useApps();
+
+  it('statusAll() lists every job in order; trigger() runs one now in auto mode; pause and resume', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Cleanup] });
+    const { registry } = app;
+    expect(registry.statusAll().map(({ name, state, schedule }) => ({ name, state, schedule }))).toEqual([
+      { name: 'Cleanup.purge', state: 'ticking', schedule: { every: 60_000 } },
+      { name: 'nightly', state: 'ticking', schedule: { cron: '0 3 * * *', timezone: 'Europe/Berlin' } },
+    ]);
+    const nextTickAt = registry.status('Cleanup.purge').nextTickAt!.getTime();
+    expect(nextTickAt - Date.now()).toBeGreaterThan(50_000);
+    expect(await registry.trigger('Cleanup.purge')).toEqual({ ok: true, jobId: 1 });
+    expect(app.moduleRef.get(Cleanup).runs).toHaveLength(1);
+    expect(registry.status('Cleanup.purge')).toMatchObject({
+      counts: { started: 1, normal: 1 },
+      lastFinished: { reason: 'normal' },
+      nextTickAt: new Date(nextTickAt),
+    });
+    registry.pause('Cleanup.purge');
+    expect(registry.status('Cleanup.purge').state).toBe('paused');
+    expect(await registry.trigger('Cleanup.purge')).toEqual({ ok: false, error: 'paused' });
+    registry.resume('Cleanup.purge');
+    expect(await registry.trigger('Cleanup.purge')).toEqual({ ok: true, jobId: 2 });
+  });
+
+  it.each(['status', 'trigger', 'pause', 'resume'] as const)(
+    '%s() of an unknown name: a PeriodicNotFoundError with the nearest name',
+    async (method) => {
+      const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Cleanup] });
+      const call = async () => app.registry[method]('Cleanup.prge');
+      await expect(call()).rejects.toThrow(PeriodicNotFoundError);
+      await expect(call()).rejects.toThrow(
+        `PeriodicRegistry.${method}("Cleanup.prge"): no job has this name; did you mean "Cleanup.purge"?`,
+      );
+    },
+  );
+
+  it('a job stopped with remove() reads stopped, until it is forgotten', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot()] });
+    const run = deferred();
+    app.registry.add('once', () => run.promise, { every: 1000, jobShutdown: 'brutalKill' });
+    await app.registry.trigger('once');
+    const scheduler = app.registry.get('once');
+    await app.registry.remove('once');
+    expect(scheduler.status()).toMatchObject({ state: 'stopped', lastFinished: { reason: 'killed' } });
+    expect(app.registry.statusAll()).toEqual([]);
+  });
+});
+
+describe('options from configuration: the module\'s "jobs"', () => {
+  const createApp = useApps();
+
+  /** The resolved options of `Cleanup.purge` (or `name`) with `overrides`. */
+  async function optionsWith(overrides: object, name = 'Cleanup.purge', coordinator?: InMemoryCoordinator) {
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', coordinator, jobs: { [name]: overrides } })],
+      providers: [Cleanup],
+    });
+    return app.registry.get(name).options;
+  }
+
+  it.each<[string, Partial<PeriodicOptions>, object]>([
+    ['every', { every: 30_000 }, { every: 30_000, initialDelay: 30_000 }],
+    ['initialDelay', { initialDelay: 0 }, { every: 60_000, initialDelay: 0 }],
+    ['delayMode', { delayMode: 'shifted' }, { delayMode: 'shifted' }],
+    ['onOverlap', { onOverlap: 'ignore' }, { onOverlap: 'ignore' }],
+    ['timeout', { timeout: 5000 }, { timeout: 5000 }],
+    ['jobShutdown', { jobShutdown: 'brutalKill' }, { jobShutdown: 'brutalKill' }],
+    ['jitter', { jitter: 1000 }, { jitter: 1000 }],
+    ['mode', { mode: 'auto' }, { mode: 'auto' }],
+    [
+      'cron: replaces every, initialDelay and delayMode',
+      { cron: '*/5 * * * *', timezone: 'UTC' },
+      { every: 0, cron: '*/5 * * * *', timezone: 'UTC', delayMode: 'regular' },
+    ],
+  ])('%s', async (_, overrides, expected) => {
+    expect(await optionsWith(overrides)).toMatchObject(expected);
+  });
+
+  it('every on a cron job: replaces its cron and timezone', async () => {
+    expect(await optionsWith({ every: 5000 }, 'nightly')).toMatchObject({
+      every: 5000,
+      cron: undefined,
+      timezone: undefined,
+    });
+  });
+
+  it('exclusive, with the module coordinator', async () => {
+    const coordinator = new InMemoryCoordinator({ leaseMs: 3000 });
+    expect(await optionsWith({ exclusive: true }, 'Cleanup.purge', coordinator)).toMatchObject({
+      exclusive: true,
+    });
+  });
+
+  it("when: given the provider instance, as the decorator's guard is", async () => {
+    const when = jest.fn((cleanup: Cleanup) => cleanup.open);
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', jobs: { 'Cleanup.purge': { when } } })],
+      providers: [Cleanup],
+    });
+    const cleanup = app.moduleRef.get(Cleanup);
+    cleanup.open = false;
+    expect(await app.registry.tick('Cleanup.purge')).toEqual({ ok: false, error: 'jobNotStarted' });
+    expect(when).toHaveBeenCalledWith(cleanup);
+    cleanup.open = true;
+    expect(await app.registry.tick('Cleanup.purge')).toEqual({ ok: true, jobId: 1 });
+  });
+
+  it("mode: 'manual' switches a job off: no timer; it runs only when triggered", async () => {
+    jest.useFakeTimers();
+    try {
+      const app = await createApp({
+        imports: [PeriodicModule.forRoot({ jobs: { 'Cleanup.purge': { every: 10, mode: 'manual' } } })],
+        providers: [Cleanup],
+      });
+      jest.advanceTimersByTime(1000);
+      expect(app.moduleRef.get(Cleanup).runs).toHaveLength(0);
+      expect(app.registry.status('Cleanup.purge')).toMatchObject({ mode: 'manual', nextTickAt: null });
+      expect(await app.registry.trigger('Cleanup.purge')).toEqual({ ok: true, jobId: 1 });
+      await app.close();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('a name that matches no job fails the bootstrap, with the nearest name and the list', async () => {
+    const app = createApp({
+      imports: [PeriodicModule.forRoot({ jobs: { 'Cleanup.purg': { every: 1000 } } })],
+      providers: [Cleanup],
+    });
+    await expect(app).rejects.toThrow(PeriodicConfigError);
+    await expect(app).rejects.toThrow(
+      'PeriodicModule: "jobs" has options for "Cleanup.purg", but no @Periodic() method has this name; did you ' +
+        'mean "Cleanup.purge"? The decorated jobs are: "Cleanup.purge", "nightly".',
+    );
+  });
+
+  it('an override that conflicts with the decorator names both', async () => {
+    const app = createApp({
+      imports: [PeriodicModule.forRoot({ jobs: { 'Cleanup.purge': { timezone: 'UTC' } } })],
+      providers: [Cleanup],
+    });
+    await expect(app).rejects.toThrow(
+      '@Periodic() on Cleanup.purge with jobs["Cleanup.purge"] of PeriodicModule: "timezone" applies to cron ' +
+        'jobs only, got "UTC" without "cron"',
+    );
+  });
+
+  it('from ConfigService through forRootAsync, switched off per environment (the README recipe)', async () => {
+    const env = { PURGE_EVERY_MS: '30000', PURGE_ENABLED: 'false' };
+    const app = await createApp({
+      imports: [
+        ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => env] }),
+        PeriodicModule.forRootAsync({
+          imports: [ConfigModule],
+          inject: [ConfigService],
+          useFactory: (config: ConfigService) => ({
+            jobs: {
+              'Cleanup.purge': {
+                every: Number(config.get('PURGE_EVERY_MS', 60_000)),
+                // PURGE_ENABLED=false: no timer in this environment; the job still runs when triggered.
+                mode: config.get('PURGE_ENABLED') === 'false' ? 'manual' : 'auto',
+              },
+            },
+          }),
+        }),
+      ],
+      providers: [Cleanup],
+    });
+    expect(app.registry.get('Cleanup.purge').options).toMatchObject({ every: 30_000, mode: 'manual' });
+  });
+});
+
+describe("the README's HTTP recipe", () => {
+  const createApp = useApps();
+  const request = (headers: Record<string, unknown>) =>
+    ({ switchToHttp: () => ({ getRequest: () => ({ headers }) }) }) as unknown as ExecutionContext;
+
+  it('is the code of the README', () => {
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    const recipe = readFileSync(join(import.meta.dirname, 'fixtures', 'jobs.controller.ts'), 'utf8');
+    expect(readme).toContain('```ts\n' + recipe + '```');
+  });
+
+  it('shows every status, with error messages; triggers, pauses and resumes jobs by name', async () => {
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ logger: false })],
+      controllers: [JobsController],
+    });
+    app.registry.add('failing', () => Promise.reject(new Error('disk full')), { every: 60_000 });
+    app.registry.add('slow', honouringRun, { every: 60_000, onOverlap: 'ignore' });
+    const controller = app.moduleRef.get(JobsController);
+    const failed = app.events.once('finished');
+    await expect(controller.trigger('failing')).resolves.toEqual({ ok: true, jobId: 1 });
+    await failed;
+    controller.pause('slow');
+    await expect(controller.trigger('slow')).resolves.toEqual({ ok: false, error: 'paused' });
+    controller.resume('slow');
+    await expect(controller.trigger('slow')).resolves.toEqual({ ok: true, jobId: 1 });
+    const shown = JSON.parse(JSON.stringify(controller.status())) as Record<string, unknown>[];
+    expect(shown).toEqual([
+      expect.objectContaining({
+        name: 'failing',
+        lastFinished: expect.objectContaining({ error: 'disk full' }),
+      }),
+      expect.objectContaining({ name: 'slow', running: 1, lastFinished: null }),
+    ]);
+    expect(() => controller.pause('nothing')).toThrow(NotFoundException);
+  });
+
+  it('lets a request through with the token only, and none while no token is set', () => {
+    const guard = new OperationsGuard();
+    const saved = process.env.OPERATIONS_TOKEN;
+    try {
+      delete process.env.OPERATIONS_TOKEN;
+      expect(guard.canActivate(request({}))).toBe(false);
+      process.env.OPERATIONS_TOKEN = 's3cret';
+      expect(guard.canActivate(request({}))).toBe(false);
+      expect(guard.canActivate(request({ 'x-operations-token': 'guess' }))).toBe(false);
+      expect(guard.canActivate(request({ 'x-operations-token': 's3cret' }))).toBe(true);
+    } finally {
+      if (saved === undefined) delete process.env.OPERATIONS_TOKEN;
+      else process.env.OPERATIONS_TOKEN = saved;
+    }
+  });
+});
