@@ -18,7 +18,7 @@ const option = (name, fallback) => {
   return at === -1 ? fallback : process.argv[at + 1];
 };
 const reps = Number(option('reps', 3));
-const only = option('only', 'timing,scale,cron,bootstrap,shutdown,manualTicks').split(',');
+const only = option('only', 'timing,scale,cron,bootstrap,shutdown,manualTicks,status').split(',');
 const peers = option('peers', undefined)?.split(',');
 
 const NEST = ['nestjs-periodic', '@nestjs/schedule'];
@@ -30,6 +30,7 @@ const tasks = [
   ...PEERS.flatMap((peer) => [false, true].map((inFlight) => ({ scenario: 'shutdown', peer, inFlight }))),
   { scenario: 'shutdown', peer: 'no scheduler', inFlight: false },
   ...['nestjs-periodic', 'await method()'].map((peer) => ({ scenario: 'manualTicks', peer })),
+  { scenario: 'status', peer: 'nestjs-periodic' },
 ].filter((task) => only.includes(task.scenario) && (peers === undefined || peers.includes(task.peer)));
 
 const latest = join(import.meta.dirname, 'results', 'latest.json');

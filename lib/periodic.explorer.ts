@@ -105,7 +105,9 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
     if (imported.some(differs)) {
       const { mode, logger, coordinator, jobs } = options;
       const levels =
-        logger === false || sameEntries(logger, DEFAULT_LOG_LEVELS) ? logger !== false : 'levels';
+        logger === false || sameEntries(logger, DEFAULT_LOG_LEVELS)
+          ? logger !== false
+          : '(levels of its own)';
       const named = Object.keys(jobs);
       new Logger(LOGGER_CONTEXT).warn(
         `PeriodicModule is imported ${imported.length} times with different options; the first import's ` +
