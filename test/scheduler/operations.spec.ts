@@ -273,17 +273,24 @@ describe('trigger()', () => {
   });
 
   it('auto mode, shifted, stopPrevious: a triggered run that replaces the grid run arms the next tick for it', async () => {
+    const { runs, run } = runsInTurn(3);
     const { scheduler, log } = startScheduler({
       every: 1000,
       delayMode: 'shifted',
       onOverlap: 'stopPrevious',
-      run: honouringRun,
+      jobShutdown: 'brutalKill',
+      run,
     });
     jest.advanceTimersByTime(1000); // run 1, of the grid: no tick is pending while it runs
     expect(await scheduler.trigger()).toEqual({ ok: true, jobId: 2 });
     expect(scheduler.status().nextTickAt).toBeNull();
-    await scheduler.stop();
-    expect(log.of('finished').map((event) => event.reason)).toEqual(['killed', 'shutdown']);
+    jest.advanceTimersByTime(200);
+    runs[1].resolve();
+    await flush();
+    expect(scheduler.status().nextTickAt).toEqual(at(Date.now() + 1000));
+    jest.advanceTimersByTime(1000);
+    expect(log.of('started').map((event) => event.jobId)).toEqual([1, 2, 3]);
+    expect(log.of('finished').map((event) => event.reason)).toEqual(['killed', 'normal']);
   });
 
   it('auto mode, shifted: a triggered run that ends arms no tick, so the grid keeps its single pending tick', async () => {
@@ -402,6 +409,16 @@ describe('pause() and resume()', () => {
     expect(log.of('finished').map((event) => event.reason)).toEqual(['normal']);
     expect(log.of('missed')).toEqual([]);
     expect(scheduler.status().counts).toMatchObject({ started: 1, missed: 0 });
+  });
+
+  it('a late tick while paused reports no missed slots: they were dropped on purpose', () => {
+    const { scheduler, log } = startScheduler({ every: 100 });
+    scheduler.pause();
+    const fakeNow = performance.now.bind(performance);
+    jest.spyOn(performance, 'now').mockImplementation(() => fakeNow() + 450);
+    jest.advanceTimersByTime(100);
+    expect(log.of('missed')).toEqual([]);
+    expect(scheduler.status().counts.missed).toBe(0);
   });
 
   it('resume, regular mode: the next tick is the next slot of the grid', () => {
