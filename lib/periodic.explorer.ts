@@ -6,7 +6,13 @@ import { periodicOptionsOf } from './periodic.decorator.js';
 import { Lifecycle } from './periodic.lifecycle.js';
 import { type App, appOf, importedOptions, type ResolvedModuleOptions } from './periodic.options.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
-import { JOB_OPTION_NAMES, nearest, type PeriodicOptions, readOptions } from './scheduler/options.js';
+import {
+  checkOption,
+  JOB_OPTION_NAMES,
+  nearest,
+  type PeriodicOptions,
+  readOptions,
+} from './scheduler/options.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 
 /** What the explorer reads of Nest's `InstanceWrapper`: the same in Nest 11 and 12. */
@@ -127,7 +133,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
       const hint = nearest(name, names);
       throw new PeriodicConfigError(
         `PeriodicModule: "jobs" has options for ${JSON.stringify(name)}, but no @Periodic() method has this ` +
-          `name${hint === undefined ? '' : `; did you mean "${hint}"?`} The decorated jobs are: ` +
+          `name${hint === undefined ? '.' : `; did you mean "${hint}"?`} The decorated jobs are: ` +
           `${names.length === 0 ? '(none)' : names.map((known) => JSON.stringify(known)).join(', ')}. ` +
           '(Jobs added with PeriodicRegistry.add() take their options there.)',
       );
@@ -264,6 +270,10 @@ function schedulerOptions(
     '{ every: 60_000 }',
   ) as Partial<PeriodicOptions>;
   const override = defaults.jobs[decorated.name ?? defaultName];
+  if (override !== undefined) {
+    // The decorator's own values are checked too: an override must not hide a mistake in the code.
+    for (const [option, value] of Object.entries(decorated)) checkOption(where, option as never, value);
+  }
   const options = override === undefined ? decorated : overridden(decorated, override);
   const { when } = options;
   const whenOwner = override?.when === undefined ? given : override;

@@ -88,7 +88,8 @@ export function eventLogger(
     else logger[level](message);
   };
   const failure = (kind: PeriodicLogKind, what: string, error: unknown): void => {
-    if (isError(error)) line(kind, `${what}: ${error.message}`, error.stack);
+    // An error without a message is named by its class.
+    if (isError(error)) line(kind, `${what}: ${error.message || error.name}`, error.stack);
     else line(kind, `${what}: ${describeValue(error)}`);
   };
   const wanted = new Set(LOG_KINDS.filter((kind) => levels[kind] !== false).flatMap((kind) => SOURCES[kind]));
@@ -141,6 +142,6 @@ export function eventLogger(
 
 /** `<what>: <message>`, with the stack when the value thrown is an `Error`. */
 export function logError(logger: Logger, what: string, error: unknown): void {
-  if (isError(error)) logger.error(`${what}: ${error.message}`, error.stack);
+  if (isError(error)) logger.error(`${what}: ${error.message || error.name}`, error.stack);
   else logger.error(`${what}: ${describeValue(error)}`);
 }

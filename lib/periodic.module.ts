@@ -17,6 +17,7 @@ import {
 } from './periodic.options.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
+import { readOptions } from './scheduler/options.js';
 
 /** Options of `PeriodicModule.forRootAsync()`: a factory of {@link PeriodicModuleOptions} and what it needs. */
 export interface PeriodicModuleAsyncOptions {
@@ -43,18 +44,40 @@ export class PeriodicModule {
   /** The module with options built by a factory, which may inject providers of the modules in `imports`. */
   static forRootAsync(options: PeriodicModuleAsyncOptions): DynamicModule {
     const where = 'PeriodicModule.forRootAsync()';
-    if (typeof options?.useFactory !== 'function') {
+    const given = readOptions(
+      where,
+      options,
+      ['imports', 'inject', 'useFactory'],
+      '{ imports: [ConfigModule], inject: [ConfigService], useFactory: (config) => ({ ... }) }',
+    ) as Partial<PeriodicModuleAsyncOptions>;
+    const { imports = [], inject = [], useFactory } = given;
+    if (typeof useFactory !== 'function') {
       throw new PeriodicConfigError(
         `${where}: "useFactory" must be a function that returns the module's options, got ` +
-          describeValue(options?.useFactory),
+          describeValue(useFactory),
       );
     }
-    const { imports = [], inject = [], useFactory } = options;
+    for (const [key, value] of [
+      ['imports', imports],
+      ['inject', inject],
+    ] as const) {
+      if (!Array.isArray(value)) {
+        throw new PeriodicConfigError(`${where}: "${key}" must be an array, got ${describeValue(value)}`);
+      }
+    }
     return definition(imports, {
       provide: PERIODIC_MODULE_OPTIONS,
       inject,
-      useFactory: async (...args: never[]) =>
-        resolveModuleOptions(await useFactory(...args), `${where}: the options returned by useFactory`),
+      useFactory: async (...args: never[]) => {
+        const built: unknown = await useFactory(...args);
+        if (built === undefined) {
+          throw new PeriodicConfigError(
+            `${where}: useFactory returned undefined; it must return the module's options, such as ` +
+              "{ mode: 'manual' } (an arrow function with braces needs a return)",
+          );
+        }
+        return resolveModuleOptions(built, `${where}: the options returned by useFactory`);
+      },
     });
   }
 }

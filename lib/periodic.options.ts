@@ -57,12 +57,7 @@ const OVERRIDE_NAMES = JOB_OPTION_NAMES.filter((name) => name !== 'name');
 
 /** Validates the options of `forRoot()` (or those `forRootAsync()`'s factory built) and fills in the defaults. */
 export function resolveModuleOptions(input: unknown, where: string): ResolvedModuleOptions {
-  const given = readOptions(
-    where,
-    input ?? {},
-    MODULE_OPTIONS,
-    "{ mode: 'manual' }",
-  ) as PeriodicModuleOptions;
+  const given = readOptions(where, input, MODULE_OPTIONS, "{ mode: 'manual' }") as PeriodicModuleOptions;
   const { mode = 'auto', coordinator } = given;
   checkOption(where, 'mode', mode);
   if (coordinator !== undefined) checkOption(where, 'coordinator', coordinator);
@@ -78,6 +73,13 @@ function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logge
         describeValue(logger),
     );
   }
+  if (typeof (logger as { log?: unknown }).log === 'function') {
+    throw new PeriodicConfigError(
+      `${where}: "logger" takes true, false or a level per kind of line such as { started: 'debug' }, got a ` +
+        "logger object; the package logs through Nest's Logger, so give your logger to Nest: " +
+        'NestFactory.create(AppModule, { logger }) or app.useLogger(logger)',
+    );
+  }
   const given = readOptions(`${where}: "logger"`, logger, LOG_KINDS, "{ started: 'debug' }");
   for (const [kind, level] of Object.entries(given)) {
     if (level === false || LOG_LEVELS.includes(level as never)) continue;
@@ -90,7 +92,10 @@ function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logge
   return { ...DEFAULT_LOG_LEVELS, ...given };
 }
 
-const NO_OVERRIDES: ResolvedModuleOptions['jobs'] = Object.freeze({});
+// Without a prototype, so that no job name (`constructor`, `__proto__`) finds an inherited property.
+const NO_OVERRIDES: ResolvedModuleOptions['jobs'] = Object.freeze(
+  Object.create(null) as Record<string, never>,
+);
 
 /** Checks each job's overrides as `@Periodic()` checks its options, each on its own. */
 function jobOverrides(where: string, jobs: unknown): ResolvedModuleOptions['jobs'] {
@@ -101,7 +106,7 @@ function jobOverrides(where: string, jobs: unknown): ResolvedModuleOptions['jobs
         `got ${describeValue(jobs)}`,
     );
   }
-  const overrides: Record<string, PeriodicJobOverrides> = {};
+  const overrides = Object.create(null) as Record<string, PeriodicJobOverrides>;
   for (const [name, options] of Object.entries(jobs)) {
     const job = `${where}: jobs[${JSON.stringify(name)}]`;
     if (typeof options === 'object' && options !== null && 'name' in options) {

@@ -246,7 +246,7 @@ export function readOptions(
   names: readonly string[],
   example: string,
 ): Record<string, unknown> {
-  if (typeof input !== 'object' || input === null) {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new PeriodicConfigError(
       `${where}: the options must be an object such as ${example}, got ${describeValue(input)}`,
     );

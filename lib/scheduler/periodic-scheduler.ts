@@ -5,6 +5,7 @@ import type { JobExitReason, PeriodicEvent, PeriodicEventSink, PeriodicEventType
 import {
   checkOption,
   type PeriodicSchedulerOptions,
+  readOptions,
   resolveOptions,
   type ResolvedPeriodicOptions,
 } from './options.js';
@@ -215,8 +216,10 @@ export class PeriodicScheduler {
    * {@link PeriodicTimeoutError} when `timeout` ms pass first; the run goes on.
    */
   async syncTick(options: { timeout?: number } = {}): Promise<SyncTickResult> {
-    const timeout = options.timeout ?? SYNC_TICK_TIMEOUT;
-    checkOption(`syncTick() of job "${this.name}"`, 'timeout', timeout);
+    const where = `syncTick() of job "${this.name}"`;
+    const given = readOptions(where, options, ['timeout'], '{ timeout: 10_000 }');
+    const timeout = (given.timeout ?? SYNC_TICK_TIMEOUT) as number;
+    checkOption(where, 'timeout', timeout);
     if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
     const refusal = this.refuseTick();
     if (refusal !== undefined) return refusal;
@@ -366,7 +369,8 @@ export class PeriodicScheduler {
     const next = this.options.delayMode === 'regular' ? this.slotAfter(slot) : 0;
     const tick = lease.writeSchedule({ grid, last: slot, next }).then((claimed) => {
       this.pending = false;
-      if (!claimed || !lease.held) return this.noRun();
+      // Paused meanwhile: the slot was claimed, and is dropped as any tick of a paused job.
+      if (!claimed || !lease.held || this.paused) return this.noRun();
       if (next === 0) this.claimed = slot;
       return this.passGuard(scheduledAt, slot, waiter);
     });
@@ -401,8 +405,8 @@ export class PeriodicScheduler {
     return Promise.resolve(verdict).then(
       (passed) => {
         this.pending = false;
-        // The lease may have been lost while the guard was pending.
-        return passed && this.lease?.held !== false
+        // The lease may have been lost, or the job paused, while the guard was pending.
+        return passed && this.lease?.held !== false && !this.paused
           ? this.startRun(scheduledAt, slot, waiter, triggered)
           : this.noRun(triggered);
       },
@@ -455,6 +459,8 @@ export class PeriodicScheduler {
   }
 
   private guardFailed(error: unknown, triggered: boolean): undefined {
+    // A guard that fails after its job stopped (a close, a removal) reports nothing.
+    if (this.phase !== 'ticking') return undefined;
     this.record.guardFailed++;
     if (this.listens('guardFailed')) this.emit({ type: 'guardFailed', name: this.name, error });
     return this.noRun(triggered);

@@ -82,6 +82,8 @@ export interface StatusSource {
 }
 
 const NEVER = new JobRecord();
+/** The latest epoch ms a `Date` can hold. */
+const MAX_DATE = 8.64e15;
 
 /** A job's status from its record (none yet: nothing happened). */
 export function statusOf(source: StatusSource, record: JobRecord = NEVER): PeriodicJobStatus {
@@ -97,7 +99,8 @@ export function statusOf(source: StatusSource, record: JobRecord = NEVER): Perio
         ? { every: options.every }
         : { cron: options.cron, timezone: options.timezone! },
     running: source.running,
-    nextTickAt: date(source.nextSlot),
+    // A slot past the range of a Date (an interval of some 270,000 years) is as good as none.
+    nextTickAt: Math.abs(source.nextSlot) > MAX_DATE ? null : date(source.nextSlot),
     lastStartedAt: date(record.lastStartedAt),
     lastFinished:
       lastReason === undefined

@@ -1,7 +1,7 @@
 // Every invalid configuration a user can write, in one table: each is a PeriodicConfigError whose message
 // names the job (or the call), the option, and what to do instead, and nothing of the application starts.
 import { describe, expect, it } from '@jest/globals';
-import { Injectable, Module } from '@nestjs/common';
+import { ConsoleLogger, Injectable, Module } from '@nestjs/common';
 import {
   Periodic,
   PeriodicConfigError,
@@ -310,6 +310,16 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
       { logger: { skipped: 'Debug' } },
       `"logger.skipped" must be 'log', 'error', 'warn', 'debug', 'verbose', 'fatal' or false, got "Debug"; did you mean 'debug'?`,
     ],
+    [
+      { logger: new ConsoleLogger() },
+      `PeriodicModule.forRoot(): "logger" takes true, false or a level per kind of line such as { started: 'debug' }, got a logger object; the package logs through Nest's Logger, so give your logger to Nest: NestFactory.create(AppModule, { logger }) or app.useLogger(logger)`,
+    ],
+    [
+      { logger: ['debug'] },
+      `"logger" must be true, false or an object of levels such as { started: 'debug' }, got [ 'debug' ]`,
+    ],
+    [{ jobs: null }, `"jobs" must be an object of options by job name`],
+    [null, "PeriodicModule.forRoot(): the options must be an object such as { mode: 'manual' }, got null"],
     [
       { logger: { started: true } },
       `"logger.started" must be 'log', 'error', 'warn', 'debug', 'verbose', 'fatal' or false, got true`,

@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { InMemoryCoordinator, Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
 import { deferred, honouringRun, stuckRun } from '../scheduler/helpers.js';
@@ -87,15 +87,19 @@ describe('the logger', () => {
   });
 
   it('a healthy application logs nothing by default: runs that start and end normally make no line', async () => {
-    const app = await createApp({ imports: [PeriodicModule.forRoot()], providers: [Jobs] });
-    app.registry.add('fast', () => undefined, { every: 5, initialDelay: 0 });
-    for (let runs = 0; runs < 5;) {
-      await app.events.once('finished', (event) => event.name === 'fast');
-      runs++;
+    jest.useFakeTimers();
+    try {
+      const app = await createApp({ imports: [PeriodicModule.forRoot()] });
+      app.registry.add('fast', () => undefined, { every: 10 });
+      app.registry.add('slow', () => new Promise((resolve) => setTimeout(resolve, 5)), { every: 10 });
+      // Ten ticks of each; the last run of 'slow' ends at 105.
+      await jest.advanceTimersByTimeAsync(105);
+      await app.close();
+      expect(app.seen.filter((event) => event.type === 'finished')).toHaveLength(20);
+      expect(app.logs.periodic()).toEqual([]);
+    } finally {
+      jest.useRealTimers();
     }
-    await app.registry.remove('fast');
-    expect(app.seen.filter((event) => event.type === 'started').length).toBeGreaterThanOrEqual(5);
-    expect(app.logs.periodic()).toEqual([]);
   });
 
   it("a level per kind: the kinds named change, the others keep their defaults; { started, finished: 'debug' } brings back the run lines", async () => {
@@ -146,7 +150,7 @@ describe('the logger', () => {
 
   it('the lease kinds: acquired at log, lost (the event and the run it stopped) at warn, or as configured', async () => {
     for (const logger of [true, { leaseAcquired: 'debug', leaseLost: 'error' }] as const) {
-      const coordinator = new RefusingCoordinator({ leaseMs: 300 });
+      const coordinator = new RefusingCoordinator({ leaseMs: 3000 });
       const app = await createApp({
         imports: [PeriodicModule.forRoot({ coordinator, mode: 'manual', logger })],
       });
@@ -176,6 +180,19 @@ describe('the logger', () => {
     );
     await app.registry.syncTick('odd');
     expect(app.logs.periodic()).toContain('error: job odd#1 failed: { code: 42 }');
+  });
+
+  it('an Error without a message is named by its class', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] });
+    app.registry.add(
+      'blank',
+      () => {
+        throw new RangeError('');
+      },
+      { every: 1000 },
+    );
+    await app.registry.syncTick('blank');
+    expect(app.logs.periodic()).toEqual(['error: job blank#1 failed: RangeError']);
   });
 
   it('logger: false logs no event', async () => {

@@ -111,4 +111,47 @@ describe('PeriodicModule.forRootAsync()', () => {
       'PeriodicModule.forRootAsync(): "useFactory" must be a function that returns the module\'s options, got undefined',
     );
   });
+
+  it.each<[string, unknown, string]>([
+    [
+      'a misspelt key',
+      { useFactory: () => ({}), injetc: [] },
+      'PeriodicModule.forRootAsync(): unknown option "injetc"; did you mean "inject"? The options are: imports, inject, useFactory.',
+    ],
+    [
+      'useClass',
+      { useClass: class {} },
+      'PeriodicModule.forRootAsync(): unknown option "useClass". The options are: imports, inject, useFactory.',
+    ],
+    ['imports not an array', { useFactory: () => ({}), imports: 5 }, '"imports" must be an array, got 5'],
+    [
+      'inject not an array',
+      { useFactory: () => ({}), inject: 'ConfigService' },
+      '"inject" must be an array, got "ConfigService"',
+    ],
+    ['no options', undefined, 'PeriodicModule.forRootAsync(): the options must be an object such as'],
+  ])('refuses %s at once', (_, options, message) => {
+    expect(() => PeriodicModule.forRootAsync(options as never)).toThrow(message);
+  });
+
+  it.each<[string, () => unknown, string]>([
+    [
+      'undefined (a factory with braces and no return)',
+      () => undefined,
+      "useFactory returned undefined; it must return the module's options, such as { mode: 'manual' } (an arrow function with braces needs a return)",
+    ],
+    [
+      'null',
+      () => null,
+      "the options returned by useFactory: the options must be an object such as { mode: 'manual' }, got null",
+    ],
+    [
+      'an array',
+      () => [],
+      "the options returned by useFactory: the options must be an object such as { mode: 'manual' }, got []",
+    ],
+  ])('fails the bootstrap when the factory returns %s', async (_, useFactory, message) => {
+    const app = createApp({ imports: [PeriodicModule.forRootAsync({ useFactory: useFactory as never })] });
+    await expect(app).rejects.toThrow(message);
+  });
 });

@@ -170,6 +170,29 @@ describe('options from configuration: the module\'s "jobs"', () => {
     );
   });
 
+  it('a name parsed from JSON as "__proto__" is a name like any other: no job has it', async () => {
+    const jobs = JSON.parse('{ "__proto__": { "every": 5 } }') as Record<string, object>;
+    const app = createApp({ imports: [PeriodicModule.forRoot({ jobs })], providers: [Cleanup] });
+    await expect(app).rejects.toThrow(
+      'PeriodicModule: "jobs" has options for "__proto__", but no @Periodic() method has this name.',
+    );
+  });
+
+  it("an override does not hide a mistake in the decorator's own options", async () => {
+    @Injectable()
+    class Broken {
+      @Periodic({ every: -5 })
+      run(): void {}
+    }
+    const app = createApp({
+      imports: [PeriodicModule.forRoot({ jobs: { 'Broken.run': { every: 1000 } } })],
+      providers: [Broken],
+    });
+    await expect(app).rejects.toThrow(
+      '@Periodic() on Broken.run: "every" must be an integer number of milliseconds ≥ 1, got -5',
+    );
+  });
+
   it('an override that conflicts with the decorator names both', async () => {
     const app = createApp({
       imports: [PeriodicModule.forRoot({ jobs: { 'Cleanup.purge': { timezone: 'UTC' } } })],
@@ -224,10 +247,16 @@ describe("the README's HTTP recipe", () => {
     });
     app.registry.add('failing', () => Promise.reject(new Error('disk full')), { every: 60_000 });
     app.registry.add('slow', honouringRun, { every: 60_000, onOverlap: 'ignore' });
+    // A value thrown that JSON cannot show: a BigInt, in an object without a prototype.
+    const odd = Object.assign(Object.create(null) as object, { code: 42n });
+    app.registry.add('odd', () => Promise.reject(odd), { every: 60_000 });
+    app.registry.add('fine', () => undefined, { every: 60_000 });
     const controller = app.moduleRef.get(JobsController);
-    const failed = app.events.once('finished');
-    await expect(controller.trigger('failing')).resolves.toEqual({ ok: true, jobId: 1 });
-    await failed;
+    for (const name of ['failing', 'odd', 'fine']) {
+      const finished = app.events.once('finished', (event) => event.name === name);
+      await expect(controller.trigger(name)).resolves.toEqual({ ok: true, jobId: 1 });
+      await finished;
+    }
     controller.pause('slow');
     await expect(controller.trigger('slow')).resolves.toEqual({ ok: false, error: 'paused' });
     controller.resume('slow');
@@ -239,7 +268,13 @@ describe("the README's HTTP recipe", () => {
         lastFinished: expect.objectContaining({ error: 'disk full' }),
       }),
       expect.objectContaining({ name: 'slow', running: 1, lastFinished: null }),
+      expect.objectContaining({
+        name: 'odd',
+        lastFinished: expect.objectContaining({ error: '[Object: null prototype] { code: 42n }' }),
+      }),
+      expect.objectContaining({ name: 'fine', lastFinished: expect.objectContaining({ reason: 'normal' }) }),
     ]);
+    expect(shown[3].lastFinished).not.toHaveProperty('error');
     expect(() => controller.pause('nothing')).toThrow(NotFoundException);
   });
 

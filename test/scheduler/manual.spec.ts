@@ -146,6 +146,16 @@ describe('syncTick()', () => {
     );
   });
 
+  it.each<[unknown, string]>([
+    [{ timout: 10 }, 'unknown option "timout"; did you mean "timeout"?'],
+    [100, 'the options must be an object such as { timeout: 10_000 }, got 100'],
+    [null, 'the options must be an object such as { timeout: 10_000 }, got null'],
+  ])('refuses options %p with a PeriodicConfigError', async (options, message) => {
+    const { scheduler } = startScheduler({ every: 10, mode: 'manual' });
+    await expect(scheduler.syncTick(options as never)).rejects.toThrow(PeriodicConfigError);
+    await expect(scheduler.syncTick(options as never)).rejects.toThrow(`syncTick() of job "job": ${message}`);
+  });
+
   it('resolves with shutdown when the scheduler stops the run', async () => {
     const { scheduler } = startScheduler({ every: 10, mode: 'manual', run: honouringRun });
     const result = scheduler.syncTick();

@@ -204,6 +204,11 @@ describe('status()', () => {
     });
   });
 
+  it('an interval whose next tick lies past the range of a Date has none', () => {
+    const { scheduler } = startScheduler({ every: 2 ** 53 - 1 });
+    expect(scheduler.status()).toMatchObject({ state: 'ticking', nextTickAt: null });
+  });
+
   it('manual mode has no next tick', async () => {
     const { scheduler } = startScheduler({ every: 1000, mode: 'manual' });
     await scheduler.tick();
@@ -327,6 +332,16 @@ describe('trigger()', () => {
     expect(await scheduler.trigger()).toEqual({ ok: true, jobId: 1 });
   });
 
+  it('a guard that fails after its job stopped reports nothing', async () => {
+    const guard = deferred<boolean>();
+    const { scheduler, log } = startScheduler({ every: 1000, when: () => guard.promise });
+    const triggered = scheduler.trigger();
+    await scheduler.stop();
+    guard.reject(new Error('too late'));
+    expect(await triggered).toEqual({ ok: false, error: 'jobNotStarted' });
+    expect(log.of('guardFailed')).toEqual([]);
+  });
+
   it('with an async guard: resolves once the guard has answered', async () => {
     const guard = deferred<boolean>();
     const { scheduler } = startScheduler({ every: 1000, when: () => guard.promise });
@@ -419,6 +434,30 @@ describe('pause() and resume()', () => {
     jest.advanceTimersByTime(100);
     expect(log.of('missed')).toEqual([]);
     expect(scheduler.status().counts.missed).toBe(0);
+  });
+
+  it('a tick whose async guard is pending when the job is paused starts nothing', async () => {
+    const guard = deferred<boolean>();
+    const { scheduler, log } = startScheduler({ every: 100, when: () => guard.promise });
+    jest.advanceTimersByTime(100);
+    scheduler.pause();
+    guard.resolve(true);
+    await flush();
+    expect(log.of('started')).toEqual([]);
+  });
+
+  it('a tick whose slot claim is pending when the job is paused starts nothing', async () => {
+    const coordinator = new InMemoryCoordinator({ leaseMs: 3000 });
+    const { scheduler, log } = startScheduler({ every: 1000, exclusive: true, coordinator });
+    await flush();
+    const claim = deferred<boolean>();
+    jest.spyOn(coordinator, 'writeSchedule').mockReturnValue(claim.promise);
+    jest.advanceTimersByTime(1000);
+    scheduler.pause();
+    claim.resolve(true);
+    await flush();
+    expect(log.of('started')).toEqual([]);
+    await scheduler.stop();
   });
 
   it('resume, regular mode: the next tick is the next slot of the grid', () => {
