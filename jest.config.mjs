@@ -9,6 +9,10 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   // Sources import each other with `.js` extensions, as Node's ESM loader requires; map them back to `.ts`.
   // The README's examples import the package by its name: that is `lib/`.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1', '^nestjs-periodic$': '<rootDir>/lib/index.ts' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    '^nestjs-periodic$': '<rootDir>/lib/index.ts',
+    '^nestjs-periodic/terminus$': '<rootDir>/lib/terminus/index.ts',
+  },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
 };

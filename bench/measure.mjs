@@ -1,6 +1,7 @@
 // One measurement, in a process of its own (so that heaps and timers of one peer never touch another's):
 //   node --expose-gc bench/measure.mjs '{"scenario":"timing","peer":"setInterval","load":true}'
 // prints one line of JSON with the figures.
+import { tracingChannel } from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { makeCronPeer, makePeer } from './peers.mjs';
 
@@ -212,6 +213,67 @@ async function manualTicks({ peer }) {
 }
 
 /**
+ * What watching runs costs: 1,000 jobs every 100 ms for 5 s through the Nest module, CPU per run with nothing
+ * watching, with a subscriber of the tracing channel, and with `telemetry: true` and the OpenTelemetry SDK
+ * recording every span and metric into in-memory exporters.
+ */
+async function observed({ peer }) {
+  const observer = peer.slice('nestjs-periodic'.length);
+  if (observer === ' + tracing channel') {
+    const noop = () => {};
+    tracingChannel('nestjs-periodic:run').subscribe({
+      start: noop,
+      end: noop,
+      asyncStart: noop,
+      asyncEnd: noop,
+      error: noop,
+    });
+  }
+  const telemetry = observer === ' + OpenTelemetry';
+  if (telemetry) await recordOpenTelemetry();
+  const jobs = 1000;
+  const every = 100;
+  let runs = 0;
+  const scheduler = makePeer(
+    'nestjs-periodic',
+    Array.from({ length: jobs }, () => ({ every, run: () => void (runs += 1) })),
+    { perProvider: 100, module: { telemetry } },
+  );
+  await scheduler.prepare();
+  await scheduler.start();
+  await sleep(1000);
+  const runsBefore = runs;
+  const cpuBefore = process.cpuUsage();
+  await sleep(5000);
+  const cpu = process.cpuUsage(cpuBefore);
+  const ran = runs - runsBefore;
+  await scheduler.stop();
+  return { cpuPerRunUs: (cpu.user + cpu.system) / ran };
+}
+
+/** The OpenTelemetry SDK as an application sets it up, exporting into memory (spans cleared each second). */
+async function recordOpenTelemetry() {
+  const { context, metrics, trace } = await import('@opentelemetry/api');
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  const { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter } =
+    await import('@opentelemetry/sdk-trace-base');
+  const { InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, AggregationTemporality } =
+    await import('@opentelemetry/sdk-metrics');
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const spans = new InMemorySpanExporter();
+  trace.setGlobalTracerProvider(
+    new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans, { maxQueueSize: 100_000 })] }),
+  );
+  setInterval(() => spans.reset(), 1000).unref();
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  metrics.setGlobalMeterProvider(
+    new MeterProvider({
+      readers: [new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 1000 })],
+    }),
+  );
+}
+
+/**
  * What keeping a job's status costs: the counting each run pays (the record of 1,000 jobs, runs spread over
  * them, as a run updates its own job's record), and reading the status of 1,000 jobs.
  */
@@ -312,7 +374,7 @@ function installRecorder() {
   globalThis.setInterval = (...args) => (record(), realInterval(...args));
 }
 
-const scenarios = { timing, scale, cron, bootstrap, shutdown, manualTicks, status };
+const scenarios = { timing, scale, cron, bootstrap, shutdown, manualTicks, status, observed };
 const task = JSON.parse(process.argv[2]);
 const result = await scenarios[task.scenario](task);
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -38,11 +38,12 @@ export function makeCronPeer(peer, jobs) {
 /**
  * @param jobs `{ every, run(context?) }` each, `context` being nestjs-periodic's; `run` may return a promise.
  * @param perProvider how many jobs share one provider class (Nest peers).
+ * @param periodic options of every job, @param module options of the module (nestjs-periodic).
  */
-export function makePeer(peer, jobs, { perProvider = 1, periodic = {} } = {}) {
+export function makePeer(peer, jobs, { perProvider = 1, periodic = {}, module = {} } = {}) {
   switch (peer) {
     case 'nestjs-periodic':
-      return nestPeer(jobs, perProvider, PeriodicModule.forRoot({ logger: false }), (job) =>
+      return nestPeer(jobs, perProvider, PeriodicModule.forRoot({ logger: false, ...module }), (job) =>
         Periodic({ every: job.every, ...periodic }),
       );
     case '@nestjs/schedule':

@@ -18,7 +18,7 @@ const option = (name, fallback) => {
   return at === -1 ? fallback : process.argv[at + 1];
 };
 const reps = Number(option('reps', 3));
-const only = option('only', 'timing,scale,cron,bootstrap,shutdown,manualTicks,status').split(',');
+const only = option('only', 'timing,scale,cron,bootstrap,shutdown,manualTicks,status,observed').split(',');
 const peers = option('peers', undefined)?.split(',');
 
 const NEST = ['nestjs-periodic', '@nestjs/schedule'];
@@ -31,6 +31,10 @@ const tasks = [
   { scenario: 'shutdown', peer: 'no scheduler', inFlight: false },
   ...['nestjs-periodic', 'await method()'].map((peer) => ({ scenario: 'manualTicks', peer })),
   { scenario: 'status', peer: 'nestjs-periodic' },
+  ...['', ' + tracing channel', ' + OpenTelemetry'].map((observer) => ({
+    scenario: 'observed',
+    peer: `nestjs-periodic${observer}`,
+  })),
 ].filter((task) => only.includes(task.scenario) && (peers === undefined || peers.includes(task.peer)));
 
 const latest = join(import.meta.dirname, 'results', 'latest.json');

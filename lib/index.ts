@@ -22,7 +22,7 @@ export type {
   ResolvedPeriodicOptions,
   SchedulerMode,
 } from './scheduler/options.js';
-export type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
+export type { PeriodicContext, PeriodicRunTrace, SyncTickResult, TickResult } from './scheduler/run.js';
 export type { PeriodicJobStatus } from './scheduler/status.js';
 export type {
   JobExitReason,

@@ -4,6 +4,7 @@ import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './periodic.constants.js
 import { DEFAULT_LOG_LEVELS } from './periodic.logger.js';
 import { periodicOptionsOf } from './periodic.decorator.js';
 import { Lifecycle } from './periodic.lifecycle.js';
+import { openTelemetry } from './telemetry/open-telemetry.js';
 import { type App, appOf, importedOptions, type ResolvedModuleOptions } from './periodic.options.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
 import {
@@ -69,9 +70,18 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
     this.lifecycle = new Lifecycle(this.app.registry);
   }
 
-  onModuleInit(): void {
+  onModuleInit(): void | Promise<void> {
     if (this.app.explorer !== undefined) return;
     this.app.explorer = this;
+    if (!this.app.options.telemetry) return this.explore();
+    return openTelemetry(this.app.events).then((telemetry) => {
+      this.app.telemetry = telemetry;
+      this.explore();
+    });
+  }
+
+  /** Finds the jobs, and starts them once the application has bootstrapped. */
+  private explore(): void {
     this.warnOfOtherOptions();
     this.search();
     this.refuseUnknownOverrides();
@@ -107,6 +117,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
       other.mode !== options.mode ||
       !sameEntries(other.logger, options.logger) ||
       other.coordinator !== options.coordinator ||
+      other.telemetry !== options.telemetry ||
       !sameEntries(other.jobs, options.jobs, sameEntries);
     if (imported.some(differs)) {
       const { mode, logger, coordinator, jobs } = options;
@@ -166,7 +177,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
             `${className}.${String(key)}`,
             instance,
             key,
-            defaults,
+            this.app,
           );
           this.names.add(built.name);
           const overridden = built.name in defaults.jobs;
@@ -256,8 +267,9 @@ function schedulerOptions(
   defaultName: string,
   instance: object,
   key: string | symbol,
-  defaults: ResolvedModuleOptions,
+  app: App,
 ): ConstructorParameters<typeof PeriodicScheduler>[0] {
+  const defaults = app.options;
   if (typeof given === 'object' && given !== null && 'run' in given) {
     throw new PeriodicConfigError(
       `${where}: "run" is not an option of @Periodic(); the decorated method is the job`,
@@ -296,7 +308,7 @@ function schedulerOptions(
     exclusive: options.exclusive,
     coordinator: defaults.coordinator,
     // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
-    run: (context) => method[key](context),
+    run: app.traced((context) => method[key](context)),
   };
 }
 

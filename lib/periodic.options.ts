@@ -20,6 +20,7 @@ import {
   type SchedulerMode,
 } from './scheduler/options.js';
 import { type PeriodicCoordinator, reportCoordinatorTo } from './scheduler/coordinator.js';
+import type { PeriodicContext } from './scheduler/run.js';
 
 /** Options of a decorated job given by name in the module's `jobs`: any option but `name`. */
 export type PeriodicJobOverrides = Partial<Omit<PeriodicOptions, 'name'>>;
@@ -40,6 +41,11 @@ export interface PeriodicModuleOptions {
    * `{ mode: 'manual' }` switches a job off. @default none
    */
   jobs?: Record<string, PeriodicJobOverrides>;
+  /**
+   * Record every run as an OpenTelemetry span, and the metrics of runs and ticks, through
+   * `@opentelemetry/api` (an optional peer). @default false
+   */
+  telemetry?: boolean;
 }
 
 /** The module's options, validated, with defaults filled in. */
@@ -49,19 +55,26 @@ export interface ResolvedModuleOptions {
   readonly logger: Required<PeriodicLoggerLevels> | false;
   readonly coordinator: PeriodicCoordinator | undefined;
   readonly jobs: Readonly<Record<string, PeriodicJobOverrides>>;
+  readonly telemetry: boolean;
 }
 
-const MODULE_OPTIONS = ['mode', 'logger', 'coordinator', 'jobs'];
+const MODULE_OPTIONS = ['mode', 'logger', 'coordinator', 'jobs', 'telemetry'];
 /** Every option of a job but its name, which is how `jobs` finds it. */
 const OVERRIDE_NAMES = JOB_OPTION_NAMES.filter((name) => name !== 'name');
 
 /** Validates the options of `forRoot()` (or those `forRootAsync()`'s factory built) and fills in the defaults. */
 export function resolveModuleOptions(input: unknown, where: string): ResolvedModuleOptions {
   const given = readOptions(where, input, MODULE_OPTIONS, "{ mode: 'manual' }") as PeriodicModuleOptions;
-  const { mode = 'auto', coordinator } = given;
+  const { mode = 'auto', coordinator, telemetry = false } = given;
   checkOption(where, 'mode', mode);
   if (coordinator !== undefined) checkOption(where, 'coordinator', coordinator);
-  return { mode, logger: logLevels(where, given.logger), coordinator, jobs: jobOverrides(where, given.jobs) };
+  if (typeof telemetry !== 'boolean') {
+    throw new PeriodicConfigError(
+      `${where}: "telemetry" must be true or false, got ${describeValue(telemetry)}`,
+    );
+  }
+  const logger = logLevels(where, given.logger);
+  return { mode, logger, coordinator, jobs: jobOverrides(where, given.jobs), telemetry };
 }
 
 function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logger'] {
@@ -130,7 +143,13 @@ export interface App {
   readonly events: PeriodicEvents;
   /** The explorer that discovers the jobs: the first to initialise; the others stand by. */
   explorer: object | undefined;
+  /** With `telemetry: true`, once the explorer has loaded it: what calls each run inside its span. */
+  telemetry: { run(context: PeriodicContext, job: Job): unknown } | undefined;
+  /** A job's function, to call through the telemetry once there is one. */
+  traced(job: Job): Job;
 }
+
+type Job = (context: PeriodicContext) => unknown;
 
 const apps = new WeakMap<ModulesContainer, App>();
 
@@ -149,11 +168,17 @@ export function appOf(container: ModulesContainer, given: ResolvedModuleOptions)
     const events = new PeriodicEvents(
       options.logger === false ? undefined : eventLogger(options.logger, timeoutOf),
     );
-    const registry: PeriodicRegistry = new PeriodicRegistry(events, options);
+    // Read on each run: jobs are made before the explorer loads the telemetry.
+    const traced = (job: Job): Job => {
+      return (context) =>
+        shared.telemetry === undefined ? job(context) : shared.telemetry.run(context, job);
+    };
+    const registry: PeriodicRegistry = new PeriodicRegistry(events, options, traced);
     // Failures of the store are logged whatever `logger` says: they stop exclusive jobs.
     if (options.coordinator !== undefined)
       reportCoordinatorTo(options.coordinator, new Logger(LOGGER_CONTEXT));
-    apps.set(container, (app = { options, registry, events, explorer: undefined }));
+    const shared: App = { options, registry, events, explorer: undefined, telemetry: undefined, traced };
+    apps.set(container, (app = shared));
   }
   return app;
 }

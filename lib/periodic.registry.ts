@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { PeriodicEvents } from './periodic.events.js';
 import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from './scheduler/errors.js';
-import type { ResolvedModuleOptions } from './periodic.options.js';
+import type { App, ResolvedModuleOptions } from './periodic.options.js';
 import {
   checkOption,
   JOB_OPTION_NAMES,
@@ -33,10 +33,12 @@ export class PeriodicRegistry {
   /**
    * @param events where every job reports its events.
    * @param module the module's options: its `mode` for the jobs that do not set their own, its coordinator.
+   * @param traced a job's function, called through the telemetry when there is one.
    */
   constructor(
     private readonly events: PeriodicEvents,
     private readonly module: Pick<ResolvedModuleOptions, 'mode' | 'coordinator'>,
+    private readonly traced: App['traced'],
   ) {}
 
   /** The scheduler of the job `name`; throws a `PeriodicNotFoundError` listing the known names. */
@@ -89,7 +91,7 @@ export class PeriodicRegistry {
         mode,
         coordinator: this.module.coordinator,
         name,
-        run,
+        run: this.traced(run),
       },
       this.events,
       where,

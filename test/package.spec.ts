@@ -58,6 +58,8 @@ describe('the tarball', () => {
     const declared = [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)];
     const outside = new Set<string>();
     const wrong: string[] = [];
+    /** The files that import each optional peer: only those of the features that need it. */
+    const optional = new Map<string, Set<string>>();
     for (const file of files.filter((file) => /\.(js|d\.ts)$/.test(file))) {
       // TypeScript's scanner finds import, export, require() and import() in JavaScript and declarations alike.
       const { importedFiles } = ts.preProcessFile(readFileSync(join(unpacked, file), 'utf8'), true, true);
@@ -69,6 +71,12 @@ describe('the tarball', () => {
           continue;
         }
         outside.add(specifier);
+        if (manifest.peerDependenciesMeta[specifier]?.optional === true) {
+          optional.set(
+            specifier,
+            (optional.get(specifier) ?? new Set()).add(file.replace(/^dist\/(esm|cjs)\//, '')),
+          );
+        }
         const isBuiltin = specifier.startsWith('node:') || builtinModules.includes(specifier);
         const isDeclared = declared.some((name) => specifier === name || specifier.startsWith(`${name}/`));
         if (!isBuiltin && !isDeclared)
@@ -80,12 +88,51 @@ describe('the tarball', () => {
     expect([...outside].sort()).toEqual([
       '@nestjs/common',
       '@nestjs/core',
+      '@nestjs/terminus',
+      '@opentelemetry/api',
       'croner',
       'node:crypto',
       'node:diagnostics_channel',
       'node:timers',
       'node:util',
     ]);
+    // The root entry never loads them: terminus only from its subpath; OpenTelemetry by a dynamic import, only
+    // with `telemetry: true` (the declaration names its types).
+    expect(
+      Object.fromEntries([...optional].map(([name, importers]) => [name, [...importers].sort()])),
+    ).toEqual({
+      '@nestjs/terminus': ['terminus/index.d.ts', 'terminus/index.js'],
+      '@opentelemetry/api': ['telemetry/open-telemetry.d.ts', 'telemetry/open-telemetry.js'],
+    });
+  });
+
+  it('gives the health indicator at nestjs-periodic/terminus to import and to require; the root loads no terminus', () => {
+    const esm = nodeOutput(
+      '--input-type=module',
+      '-e',
+      `const m = await import('${manifest.name}/terminus');
+       console.log(JSON.stringify({ file: import.meta.resolve('${manifest.name}/terminus'), names: Object.keys(m) }));`,
+    );
+    expect(esm).toEqual({
+      file: expect.stringMatching(/\/dist\/esm\/terminus\/index\.js$/),
+      names: ['PeriodicHealthIndicator'],
+    });
+    const cjs = nodeOutput(
+      '-e',
+      `const m = require('${manifest.name}/terminus');
+       console.log(JSON.stringify({ file: require.resolve('${manifest.name}/terminus'), names: Object.keys(m) }));`,
+    );
+    expect(cjs).toEqual({
+      file: expect.stringMatching(/\/dist\/cjs\/terminus\/index\.js$/),
+      names: ['PeriodicHealthIndicator'],
+    });
+    const loaded = nodeOutput(
+      '-e',
+      `require('${manifest.name}');
+       const names = Object.keys(require.cache).filter((file) => /@nestjs.terminus|@opentelemetry/.test(file));
+       console.log(JSON.stringify({ file: '', names }));`,
+    );
+    expect(loaded.names).toEqual([]);
   });
 
   it('is found by `import` as ES modules and by `require` as CommonJS, each with the whole public surface', () => {
@@ -111,11 +158,13 @@ describe('the tarball', () => {
   it('has declarations that type-check, imported from an ES module and from CommonJS', () => {
     writeFileSync(
       join(workspace, 'esm.mts'),
-      `import * as periodic from '${manifest.name}';\nexport const surface = periodic;\n`,
+      `import * as periodic from '${manifest.name}';\nimport * as terminus from '${manifest.name}/terminus';\n` +
+        'export const surface = { periodic, terminus };\n',
     );
     writeFileSync(
       join(workspace, 'cjs.cts'),
-      `import periodic = require('${manifest.name}');\nexport const surface = periodic;\n`,
+      `import periodic = require('${manifest.name}');\nimport terminus = require('${manifest.name}/terminus');\n` +
+        'export const surface = { periodic, terminus };\n',
     );
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     const args = [
@@ -143,6 +192,11 @@ describe('the tarball', () => {
     const resolutions = report.analysis.entrypoints['.'].resolutions;
     expect(resolutions['node16-esm'].resolution.fileName).toMatch(/\/dist\/esm\/index\.d\.ts$/);
     expect(resolutions['node16-cjs'].resolution.fileName).toMatch(/\/dist\/cjs\/index\.d\.ts$/);
+    const terminus = report.analysis.entrypoints['./terminus'].resolutions;
+    expect(terminus['node16-esm'].resolution.fileName).toMatch(/\/dist\/esm\/terminus\/index\.d\.ts$/);
+    expect(terminus['node16-cjs'].resolution.fileName).toMatch(/\/dist\/cjs\/terminus\/index\.d\.ts$/);
+    // TypeScript's old resolution (CommonJS applications on `moduleResolution: node`) reads typesVersions.
+    expect(terminus.node10.resolution.fileName).toMatch(/\/dist\/cjs\/terminus\/index\.d\.ts$/);
   });
 });
 

@@ -196,6 +196,20 @@ export class PeriodicScheduler {
     if (this.options.delayMode === 'shifted' && this.timer?.armed === true) this.armNext(this.options.every);
   }
 
+  /**
+   * @internal Auto mode: whether a tick has been due for more than two intervals and has not come, as when its
+   * timer died. A shifted job with a run in flight is not due.
+   */
+  get overdue(): boolean {
+    if (this.state !== 'ticking' || this.options.mode !== 'auto') return false;
+    if (this.calendar === undefined) {
+      if (this.options.delayMode === 'shifted' && this.runs.size > 0) return false;
+      return now() - this.deadline > 2 * this.options.every;
+    }
+    const next = this.calendar.next(this.slot);
+    return next !== null && Date.now() - this.slot > 2 * (next - this.slot);
+  }
+
   /** What the job is doing, and what it did last. */
   status(): PeriodicJobStatus {
     const ticking = this.state === 'ticking' && this.timer?.armed === true;

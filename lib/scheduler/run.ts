@@ -1,3 +1,4 @@
+import { tracingChannel } from 'node:diagnostics_channel';
 import { type DeadlineListener, DeadlineTimer, now } from './clock.js';
 import { type AbortReason, PeriodicAbortError } from './errors.js';
 import type { JobExitReason } from './events.js';
@@ -38,6 +39,22 @@ export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
 export interface RunOwner {
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void;
 }
+
+/**
+ * What the tracing channel `nestjs-periodic:run` publishes for each run; `result` or `error` are set once the
+ * run has returned, resolved, thrown or rejected.
+ */
+export interface PeriodicRunTrace {
+  readonly name: string;
+  readonly jobId: number;
+  readonly scheduledAt: number;
+  readonly fencingToken: number | undefined;
+  result?: unknown;
+  error?: unknown;
+}
+
+/** Every run, for APM tools: start and end around the call, asyncStart and asyncEnd when its promise settles. */
+const RUNS = tracingChannel<PeriodicRunTrace>('nestjs-periodic:run');
 
 /** The exit reason of a stopped run that settled within its grace. */
 const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
@@ -133,7 +150,7 @@ export class Run implements DeadlineListener {
   launch(job: (context: PeriodicContext) => unknown): void {
     let result: unknown;
     try {
-      result = job(this.context);
+      result = RUNS.hasSubscribers ? traced(job, this.context) : job(this.context);
       if (!isThenable(result)) return this.settle(false, undefined);
     } catch (error) {
       return this.settle(true, error);
@@ -210,6 +227,42 @@ export class Run implements DeadlineListener {
         return `${run} was stopped: this replica lost the job's lease`;
     }
   }
+}
+
+/**
+ * Calls the job inside the tracing channel, as `tracePromise` would for a run that returns a promise and
+ * `traceSync` for one that does not: `start` (its stores bound for the call), the call, `error` if it threw,
+ * `end`; once a promise settles, `error` if it rejected, then `asyncStart` and `asyncEnd`.
+ */
+function traced(job: (context: PeriodicContext) => unknown, context: PeriodicContext): unknown {
+  const { name, jobId, scheduledAt, fencingToken } = context;
+  const trace: PeriodicRunTrace = { name, jobId, scheduledAt, fencingToken };
+  const settled = (error: boolean, value: unknown) => {
+    if (error) {
+      trace.error = value;
+      RUNS.error.publish(trace);
+    } else trace.result = value;
+    RUNS.asyncStart.publish(trace);
+    RUNS.asyncEnd.publish(trace);
+  };
+  return RUNS.start.runStores(trace, () => {
+    try {
+      const result = job(context);
+      if (isThenable(result)) {
+        Promise.resolve(result).then(
+          (value) => settled(false, value),
+          (error: unknown) => settled(true, error),
+        );
+      } else trace.result = result;
+      return result;
+    } catch (error) {
+      trace.error = error;
+      RUNS.error.publish(trace);
+      throw error;
+    } finally {
+      RUNS.end.publish(trace);
+    }
+  });
 }
 
 /** Whether a value is a promise or promise-like. */

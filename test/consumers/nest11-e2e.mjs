@@ -1,5 +1,6 @@
 // Runs the project's own Nest end-to-end suite (test/nest) a second time, against Nest 11: in a scratch copy
-// of the project, with @nestjs/common, core and testing at the versions the Nest 11 consumer fixture pins.
+// of the project, with @nestjs/common, core and testing at the versions the Nest 11 consumer fixture pins, and
+// @nestjs/platform-express at the version of that core.
 //
 //   node test/consumers/nest11-e2e.mjs
 import { execFileSync } from 'node:child_process';
@@ -11,6 +12,8 @@ const lock = JSON.parse(readFileSync(join(root, 'test/consumers/nest11-cjs-jest/
 const nest11 = ['common', 'core', 'testing'].map(
   (name) => `@nestjs/${name}@${lock.packages[`node_modules/@nestjs/${name}`].version}`,
 );
+// The HTTP adapter of the health check's test, at the version of the core it goes with.
+nest11.push(`@nestjs/platform-express@${lock.packages['node_modules/@nestjs/core'].version}`);
 
 const copy = scratch('nest11-e2e');
 const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {

@@ -32,7 +32,7 @@ for (const [name, { jest }] of Object.entries(fixtures)) {
   const app = scratch(name);
   try {
     cpSync(join(here, 'app', 'src'), join(app, 'src'), { recursive: true });
-    for (const file of jest ? ['manual-tick.ts', 'counter.spec.ts'] : ['manual-tick.ts']) {
+    for (const file of jest ? ['manual-tick.ts', 'counter.spec.ts', 'health.spec.ts'] : ['manual-tick.ts']) {
       cpSync(join(here, 'app', 'test', file), join(app, 'test', file));
     }
     cpSync(join(here, name), app, { recursive: true });

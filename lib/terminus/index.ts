@@ -1,0 +1,89 @@
+import { Injectable } from '@nestjs/common';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import { PeriodicRegistry } from '../periodic.registry.js';
+import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
+import { readOptions } from '../scheduler/options.js';
+import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
+import type { PeriodicJobStatus } from '../scheduler/status.js';
+
+/** What the health check tells of one job: no error message, no stack (health endpoints are often public). */
+export interface PeriodicJobHealth {
+  status: 'up' | 'down';
+  /** Why the job is down. */
+  reason?: string;
+  state: PeriodicJobStatus['state'];
+  lastSucceededAt: Date | null;
+  consecutiveFailures: number;
+  nextTickAt: Date | null;
+}
+
+/** Options of {@link PeriodicHealthIndicator.isHealthy}. */
+export interface PeriodicHealthOptions {
+  /** A job is down once this many runs in a row have failed. @default 3 */
+  maxConsecutiveFailures?: number;
+}
+
+/**
+ * A `@nestjs/terminus` health indicator of every job of the application. A job is down when its runs have
+ * failed `maxConsecutiveFailures` times in a row, when it was stopped while the application runs, or when a
+ * tick has been due for more than two intervals without coming (its timer is dead); paused and manual jobs are
+ * up. Provide it beside `TerminusModule`:
+ *
+ * ```ts
+ * @Get('health') @HealthCheck()
+ * check() { return this.health.check([() => this.periodic.isHealthy('periodic')]); }
+ * ```
+ */
+@Injectable()
+export class PeriodicHealthIndicator {
+  constructor(
+    private readonly registry: PeriodicRegistry,
+    private readonly health: HealthIndicatorService,
+  ) {}
+
+  /** `up` when every job is up, else `down`; either way with each job's health under `jobs`. */
+  isHealthy<const Key extends string = 'periodic'>(
+    key: Key = 'periodic' as Key,
+    options: PeriodicHealthOptions = {},
+  ) {
+    const where = 'PeriodicHealthIndicator.isHealthy()';
+    const given = readOptions(where, options, ['maxConsecutiveFailures'], '{ maxConsecutiveFailures: 3 }');
+    const { maxConsecutiveFailures = 3 } = given as PeriodicHealthOptions;
+    if (!Number.isSafeInteger(maxConsecutiveFailures) || maxConsecutiveFailures < 1) {
+      throw new PeriodicConfigError(
+        `${where}: "maxConsecutiveFailures" must be an integer ≥ 1, got ${describeValue(maxConsecutiveFailures)}`,
+      );
+    }
+    // Without a prototype, so that any job name is a key of its own.
+    const jobs = Object.create(null) as Record<string, PeriodicJobHealth>;
+    let down = false;
+    for (const scheduler of this.registry.getAll()) {
+      const status = scheduler.status();
+      const reason = this.problemOf(scheduler, status, maxConsecutiveFailures);
+      if (reason !== undefined) down = true;
+      jobs[status.name] = {
+        status: reason === undefined ? 'up' : 'down',
+        ...(reason === undefined ? {} : { reason }),
+        state: status.state,
+        lastSucceededAt: status.lastSucceededAt,
+        consecutiveFailures: status.consecutiveFailures,
+        nextTickAt: status.nextTickAt,
+      };
+    }
+    const session = this.health.check(key);
+    return down ? session.down({ jobs }) : session.up({ jobs });
+  }
+
+  private problemOf(
+    scheduler: PeriodicScheduler,
+    status: PeriodicJobStatus,
+    maxConsecutiveFailures: number,
+  ): string | undefined {
+    if (status.consecutiveFailures >= maxConsecutiveFailures) {
+      return `${status.consecutiveFailures} runs in a row failed (the limit is ${maxConsecutiveFailures})`;
+    }
+    if (status.state === 'stopped' && !this.registry.closing) return 'stopped while the application runs';
+    if (scheduler.overdue) return 'no tick for more than two intervals: its timer is not running';
+    return undefined;
+  }
+}

@@ -1,0 +1,240 @@
+// OpenTelemetry (README, "Health and telemetry"): the real SDK, recording into in-memory exporters, with the
+// AsyncLocalStorage context manager; spans and metrics of runs with `telemetry: true`.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { context, metrics, SpanStatusCode, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  AggregationTemporality,
+  type DataPoint,
+  type Histogram,
+  MeterProvider,
+  MetricReader,
+} from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { InMemoryCoordinator, PeriodicConfigError, PeriodicEvents, PeriodicModule } from '../../lib/index.js';
+import { openTelemetry } from '../../lib/telemetry/open-telemetry.js';
+import { honouringRun, stuckRun } from '../scheduler/helpers.js';
+import { useApps } from './helpers.js';
+
+/** A reader that collects when asked. */
+class Reader extends MetricReader {
+  constructor() {
+    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  }
+  protected onForceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected onShutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+const spans = new InMemorySpanExporter();
+const reader = new Reader();
+const contextManager = new AsyncLocalStorageContextManager();
+
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable());
+  trace.setGlobalTracerProvider(
+    new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }),
+  );
+  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+});
+
+afterAll(() => {
+  trace.disable();
+  metrics.disable();
+  context.disable();
+});
+
+/** The data points of a metric, by the attributes named, e.g. `{ 'fail|error': 2 }`. */
+async function points(name: string, keys: string[]): Promise<Record<string, DataPoint<unknown>>> {
+  const { resourceMetrics } = await reader.collect();
+  const found: Record<string, DataPoint<unknown>> = {};
+  for (const scope of resourceMetrics.scopeMetrics) {
+    for (const metric of scope.metrics) {
+      if (metric.descriptor.name !== name) continue;
+      for (const point of metric.dataPoints as DataPoint<unknown>[]) {
+        found[keys.map((key) => point.attributes[key]).join('|')] = point;
+      }
+    }
+  }
+  return found;
+}
+
+const ofJob = (name: string) => (span: ReadableSpan) => span.name === `periodic ${name}`;
+
+describe('telemetry: true', () => {
+  const createApp = useApps();
+
+  it('a span per run, named and with attributes, its status set by the exit reason', async () => {
+    spans.reset();
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false, telemetry: true })],
+    });
+    const { registry } = app;
+    registry.add('ok', () => undefined, { every: 1000 });
+    registry.add('fail', () => Promise.reject(new Error('disk full')), { every: 1000 });
+    registry.add('slow', stuckRun, { every: 1000, timeout: 10, jobShutdown: 0 });
+    registry.add('latest', honouringRun, { every: 1000, onOverlap: 'stopPrevious' });
+    registry.add('drained', honouringRun, { every: 1000 });
+    await registry.syncTick('ok');
+    await registry.syncTick('fail');
+    await registry.syncTick('slow');
+    await registry.tick('latest');
+    await registry.tick('latest');
+    await registry.tick('drained');
+    await app.close();
+    const ended = spans.getFinishedSpans();
+    const reasonOf = (span: ReadableSpan) => span.attributes['periodic.exit_reason'];
+    expect(
+      ended.map((span) => [span.name, reasonOf(span), span.status.code, span.attributes['periodic.job.id']]),
+    ).toEqual([
+      ['periodic ok', 'normal', SpanStatusCode.UNSET, 1],
+      ['periodic fail', 'error', SpanStatusCode.ERROR, 1],
+      ['periodic slow', 'timeout', SpanStatusCode.ERROR, 1],
+      ['periodic latest', 'killed', SpanStatusCode.ERROR, 1],
+      ['periodic latest', 'shutdown', SpanStatusCode.UNSET, 2],
+      ['periodic drained', 'shutdown', SpanStatusCode.UNSET, 1],
+    ]);
+    const [fail] = ended.filter(ofJob('fail'));
+    expect(fail.attributes).toEqual({
+      'periodic.job.name': 'fail',
+      'periodic.job.id': 1,
+      'periodic.exit_reason': 'error',
+    });
+    expect(fail.events.map((event) => [event.name, event.attributes?.['exception.message']])).toEqual([
+      ['exception', 'disk full'],
+    ]);
+  });
+
+  it("the run's span is active while its code runs: a span started there, even after an await, is its child", async () => {
+    spans.reset();
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false, telemetry: true })],
+    });
+    app.registry.add(
+      'query',
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        trace.getTracer('db').startSpan('SELECT').end();
+      },
+      { every: 1000 },
+    );
+    await app.registry.syncTick('query');
+    const [query] = spans.getFinishedSpans().filter((span) => span.name === 'SELECT');
+    const [run] = spans.getFinishedSpans().filter(ofJob('query'));
+    expect(query.parentSpanContext?.spanId).toBe(run.spanContext().spanId);
+    expect(query.spanContext().traceId).toBe(run.spanContext().traceId);
+    // Outside the run no span is active.
+    expect(trace.getActiveSpan()).toBeUndefined();
+  });
+
+  it('an exclusive run: its span has the fencing token, and ends leaseLost with status error', async () => {
+    spans.reset();
+    const coordinator = new InMemoryCoordinator({ leaseMs: 3000 });
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false, coordinator, telemetry: true })],
+    });
+    app.registry.add('lease', honouringRun, { every: 1000, exclusive: true });
+    const { fencingToken } = await app.events.once('leaseAcquired');
+    await app.registry.tick('lease');
+    const finished = app.events.once('finished');
+    coordinator.renew = () => Promise.resolve(false);
+    await finished;
+    const [span] = spans.getFinishedSpans().filter(ofJob('lease'));
+    expect(span.attributes).toMatchObject({
+      'periodic.fencing_token': fencingToken,
+      'periodic.exit_reason': 'leaseLost',
+    });
+    expect(span.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it('the metrics: runs by job and exit reason, durations, lateness, missed ticks', async () => {
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false, telemetry: true })],
+    });
+    const { registry } = app;
+    let fail = false;
+    registry.add(
+      'counted',
+      () => {
+        if (fail) throw new Error('disk full');
+      },
+      { every: 1000 },
+    );
+    let release: (value: boolean) => void = () => undefined;
+    registry.add('guarded', () => undefined, {
+      every: 1000,
+      when: () => new Promise<boolean>((resolve) => (release = resolve)),
+    });
+    const before = await points('periodic.runs', ['periodic.job.name', 'periodic.exit_reason']);
+    const count = (key: string, found: Record<string, DataPoint<unknown>>) =>
+      (found[key]?.value as number) ?? 0;
+    await registry.syncTick('counted');
+    await registry.syncTick('counted');
+    fail = true;
+    await registry.syncTick('counted');
+    // A tick while the guard of the previous one is pending is missed.
+    const pending = registry.tick('guarded');
+    await registry.tick('guarded');
+    await registry.tick('guarded');
+    release(false);
+    await pending;
+
+    const runs = await points('periodic.runs', ['periodic.job.name', 'periodic.exit_reason']);
+    expect(count('counted|normal', runs) - count('counted|normal', before)).toBe(2);
+    expect(count('counted|error', runs) - count('counted|error', before)).toBe(1);
+    const durations = await points('periodic.run.duration', ['periodic.job.name', 'periodic.exit_reason']);
+    expect((durations['counted|normal'].value as Histogram).count).toBeGreaterThanOrEqual(2);
+    expect((durations['counted|normal'].value as Histogram).sum).toBeLessThan(1);
+    const lateness = await points('periodic.tick.lateness', ['periodic.job.name']);
+    expect((lateness.counted.value as Histogram).count).toBeGreaterThanOrEqual(3);
+    const missed = await points('periodic.ticks.missed', ['periodic.job.name']);
+    expect(missed.guarded.value).toBe(2);
+    const { resourceMetrics } = await reader.collect();
+    const descriptors = resourceMetrics.scopeMetrics
+      .flatMap((scope) => scope.metrics)
+      .map(({ descriptor }) => [descriptor.name, descriptor.unit]);
+    expect(descriptors).toEqual(
+      expect.arrayContaining([
+        ['periodic.runs', ''],
+        ['periodic.run.duration', 's'],
+        ['periodic.tick.lateness', 's'],
+        ['periodic.ticks.missed', ''],
+      ]),
+    );
+  });
+
+  it('telemetry: false (the default) records nothing', async () => {
+    spans.reset();
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false })] });
+    app.registry.add('quiet', () => undefined, { every: 1000 });
+    await app.registry.syncTick('quiet');
+    expect(spans.getFinishedSpans()).toEqual([]);
+    expect(await points('periodic.runs', ['periodic.job.name'])).not.toHaveProperty('quiet');
+  });
+
+  it('without @opentelemetry/api: a PeriodicConfigError that says what to install', async () => {
+    const missing = Object.assign(new Error("Cannot find package '@opentelemetry/api'"), {
+      code: 'ERR_MODULE_NOT_FOUND',
+    });
+    const loading = openTelemetry(new PeriodicEvents(), () => Promise.reject(missing));
+    await expect(loading).rejects.toThrow(PeriodicConfigError);
+    await expect(loading).rejects.toThrow(
+      'PeriodicModule: "telemetry: true" needs @opentelemetry/api, which cannot be loaded: install it ' +
+        '(npm install @opentelemetry/api)',
+    );
+  });
+
+  it('"telemetry" must be a boolean', () => {
+    expect(() => PeriodicModule.forRoot({ telemetry: 'yes' as never })).toThrow(
+      'PeriodicModule.forRoot(): "telemetry" must be true or false, got "yes"',
+    );
+  });
+});
