@@ -18,6 +18,8 @@ interface Entry {
   readonly scheduler: PeriodicScheduler;
   /** Where the job comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`. */
   readonly place: string;
+  /** `remove()` is draining it. */
+  removing?: boolean;
 }
 
 /**
@@ -102,7 +104,9 @@ export class PeriodicRegistry {
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */
   async remove(name: string): Promise<void> {
-    const { scheduler } = this.entry(name, 'remove');
+    const entry = this.entry(name, 'remove');
+    const { scheduler } = entry;
+    entry.removing = true;
     await scheduler.stop();
     if (this.jobs.get(name)?.scheduler === scheduler) this.jobs.delete(name);
   }
@@ -148,6 +152,12 @@ export class PeriodicRegistry {
   /** Adds a job's scheduler; a name already taken is a `PeriodicConfigError` naming both places. */
   private register(scheduler: PeriodicScheduler, place: string): void {
     const existing = this.jobs.get(scheduler.name);
+    if (existing?.removing === true) {
+      throw new PeriodicConfigError(
+        `${place}: the job "${scheduler.name}" is still being removed (its runs are draining); await ` +
+          `registry.remove(${JSON.stringify(scheduler.name)}) before adding a job of this name again`,
+      );
+    }
     if (existing !== undefined) {
       throw new PeriodicConfigError(
         `two jobs are named "${scheduler.name}": ${existing.place} and ${place}; ` +

@@ -1,4 +1,12 @@
+import { AsyncResource } from 'node:async_hooks';
 import { clearTimeout as nodeClearTimeout, setTimeout as nodeSetTimeout } from 'node:timers';
+
+/**
+ * The async context every timer of the package is armed in: the one this module was loaded in, not that of
+ * whoever arms a timer. A job added inside an HTTP request must not run, then and at each later tick of every
+ * job, with that request's AsyncLocalStorage stores (its user, its tenant, its active span).
+ */
+const detached = new AsyncResource('nestjs-periodic');
 
 /**
  * Monotonic time in milliseconds. Reads the global `performance` at each call: Jest's fake timers replace
@@ -45,7 +53,8 @@ export class DeadlineTimer {
     this.cancel();
     this.deadline = deadline;
     if (globalThis.setTimeout === nodeSetTimeout) (shared ??= new SharedTimer()).add(this);
-    else this.own = globalThis.setTimeout(fireOwn, delayUntil(deadline), this);
+    else
+      this.own = detached.runInAsyncScope(globalThis.setTimeout, null, fireOwn, delayUntil(deadline), this);
   }
 
   cancel(): void {
@@ -61,8 +70,15 @@ export class DeadlineTimer {
   /** @internal Its own timer fired: early (then it is armed again for the rest), or at the deadline. */
   ownTimerFired(): void {
     this.own = undefined;
-    if (now() < this.deadline) this.own = globalThis.setTimeout(fireOwn, delayUntil(this.deadline), this);
-    else this.listener.onDeadline();
+    if (now() < this.deadline) {
+      this.own = detached.runInAsyncScope(
+        globalThis.setTimeout,
+        null,
+        fireOwn,
+        delayUntil(this.deadline),
+        this,
+      );
+    } else this.listener.onDeadline();
   }
 }
 
@@ -130,7 +146,7 @@ class SharedTimer {
     const first = this.heap[0];
     if (first === undefined) return;
     this.aim = first.deadline;
-    this.handle = nodeSetTimeout(this.fire, delayUntil(first.deadline));
+    this.handle = detached.runInAsyncScope(nodeSetTimeout, null, this.fire, delayUntil(first.deadline));
   }
 
   private readonly fire = (): void => {

@@ -41,20 +41,29 @@ export interface RunOwner {
 }
 
 /**
- * What the tracing channel `nestjs-periodic:run` publishes for each run; `result` or `error` are set once the
- * run has returned, resolved, thrown or rejected.
+ * What the tracing channel `nestjs-periodic:run` publishes for each run. Once the run has ended: its
+ * `exitReason`; `result`, what a run that ended `'normal'` returned or resolved; `error`, what it threw or
+ * rejected, or for a run stopped as a failure (`'timeout'`, `'killed'`, `'leaseLost'`), its signal's reason.
  */
 export interface PeriodicRunTrace {
   readonly name: string;
   readonly jobId: number;
   readonly scheduledAt: number;
   readonly fencingToken: number | undefined;
+  exitReason?: JobExitReason;
   result?: unknown;
   error?: unknown;
 }
 
-/** Every run, for APM tools: start and end around the call, asyncStart and asyncEnd when its promise settles. */
+/**
+ * Every run, for APM tools, as `traceSync` and `tracePromise` publish a call: `start` (its stores bound for the
+ * call) and `end` around the call; a run that returned a promise then publishes `asyncStart` and `asyncEnd`
+ * when it ends, settled or abandoned; `error` comes before `end` or `asyncStart` for a run that failed.
+ */
 const RUNS = tracingChannel<PeriodicRunTrace>('nestjs-periodic:run');
+
+/** The exit reasons of a stopped run that the trace reports as an error. */
+const STOPPED_AS_FAILURE: ReadonlySet<JobExitReason> = new Set(['timeout', 'killed', 'leaseLost']);
 
 /** The exit reason of a stopped run that settled within its grace. */
 const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
@@ -116,6 +125,10 @@ export class Run implements DeadlineListener {
   private abortError: PeriodicAbortError | undefined;
   /** The timeout while the run runs, then the grace once it has been stopped. */
   private timer: DeadlineTimer | undefined;
+  /** What the tracing channel publishes of the run, if it had subscribers when the run started. */
+  private trace: PeriodicRunTrace | undefined;
+  /** The call returned a promise: the trace ends with `asyncStart` and `asyncEnd`. */
+  private async = false;
 
   constructor(
     private readonly options: ResolvedPeriodicOptions,
@@ -148,15 +161,22 @@ export class Run implements DeadlineListener {
 
   /** Calls the job; a run that returns a promise ends when it settles, any other run ends at once. */
   launch(job: (context: PeriodicContext) => unknown): void {
+    const trace = RUNS.hasSubscribers ? this.startTrace() : undefined;
     let result: unknown;
     try {
-      result = RUNS.hasSubscribers ? traced(job, this.context) : job(this.context);
-      if (!isThenable(result)) return this.settle(false, undefined);
+      result =
+        trace === undefined ? job(this.context) : RUNS.start.runStores(trace, job, undefined, this.context);
     } catch (error) {
       return this.settle(true, error);
     }
+    if (!isThenable(result)) return this.settle(false, result);
+    if (trace !== undefined) {
+      this.async = true;
+      RUNS.end.publish(trace);
+    }
+    // Its `then` is called once, here: a thenable that runs a query on `then` (a query builder) runs it once.
     Promise.resolve(result).then(
-      () => this.settle(false, undefined),
+      (value) => this.settle(false, value),
       (error: unknown) => this.settle(true, error),
     );
     // The job may have stopped its own scheduler; that stop's grace timer must stay.
@@ -197,21 +217,40 @@ export class Run implements DeadlineListener {
     else this.abandon();
   }
 
-  private settle(failed: boolean, error: unknown): void {
+  /** The run returned or resolved `value`, or threw or rejected it (`failed`). */
+  private settle(failed: boolean, value: unknown): void {
     if (this.ended) return;
     const reason =
       this.stopReason === undefined ? (failed ? 'error' : 'normal') : SETTLED_AFTER[this.stopReason];
-    this.end(reason, failed, error);
+    this.end(reason, failed, value);
   }
 
   private abandon(): void {
     this.end(ABANDONED_AFTER[this.stopReason as AbortReason], false, undefined);
   }
 
-  private end(reason: JobExitReason, failed: boolean, error: unknown): void {
+  private end(reason: JobExitReason, failed: boolean, value: unknown): void {
     this.ended = true;
     this.timer?.cancel();
-    this.owner.runEnded(this, reason, failed, error);
+    if (this.trace !== undefined) this.endTrace(this.trace, reason, failed, value);
+    this.owner.runEnded(this, reason, failed, failed ? value : undefined);
+  }
+
+  private startTrace(): PeriodicRunTrace {
+    const { name, jobId, scheduledAt, fencingToken } = this.context;
+    return (this.trace = { name, jobId, scheduledAt, fencingToken });
+  }
+
+  private endTrace(trace: PeriodicRunTrace, reason: JobExitReason, failed: boolean, value: unknown): void {
+    trace.exitReason = reason;
+    if (failed) trace.error = value;
+    else if (STOPPED_AS_FAILURE.has(reason)) trace.error = this.abortError;
+    else if (reason === 'normal') trace.result = value;
+    if (failed || trace.error !== undefined) RUNS.error.publish(trace);
+    if (this.async) {
+      RUNS.asyncStart.publish(trace);
+      RUNS.asyncEnd.publish(trace);
+    } else RUNS.end.publish(trace);
   }
 
   private abortMessage(reason: AbortReason): string {
@@ -227,42 +266,6 @@ export class Run implements DeadlineListener {
         return `${run} was stopped: this replica lost the job's lease`;
     }
   }
-}
-
-/**
- * Calls the job inside the tracing channel, as `tracePromise` would for a run that returns a promise and
- * `traceSync` for one that does not: `start` (its stores bound for the call), the call, `error` if it threw,
- * `end`; once a promise settles, `error` if it rejected, then `asyncStart` and `asyncEnd`.
- */
-function traced(job: (context: PeriodicContext) => unknown, context: PeriodicContext): unknown {
-  const { name, jobId, scheduledAt, fencingToken } = context;
-  const trace: PeriodicRunTrace = { name, jobId, scheduledAt, fencingToken };
-  const settled = (error: boolean, value: unknown) => {
-    if (error) {
-      trace.error = value;
-      RUNS.error.publish(trace);
-    } else trace.result = value;
-    RUNS.asyncStart.publish(trace);
-    RUNS.asyncEnd.publish(trace);
-  };
-  return RUNS.start.runStores(trace, () => {
-    try {
-      const result = job(context);
-      if (isThenable(result)) {
-        Promise.resolve(result).then(
-          (value) => settled(false, value),
-          (error: unknown) => settled(true, error),
-        );
-      } else trace.result = result;
-      return result;
-    } catch (error) {
-      trace.error = error;
-      RUNS.error.publish(trace);
-      throw error;
-    } finally {
-      RUNS.end.publish(trace);
-    }
-  });
 }
 
 /** Whether a value is a promise or promise-like. */

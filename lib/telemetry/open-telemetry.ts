@@ -1,10 +1,18 @@
-import type { Attributes, Span } from '@opentelemetry/api';
+import { Logger } from '@nestjs/common';
+import type { Attributes, Context, Span } from '@opentelemetry/api';
+import { LOGGER_CONTEXT } from '../periodic.constants.js';
 import type { PeriodicEvents } from '../periodic.events.js';
+import { logError } from '../periodic.logger.js';
 import { isError, PeriodicConfigError } from '../scheduler/errors.js';
 import type { JobExitReason } from '../scheduler/events.js';
 import type { PeriodicContext } from '../scheduler/run.js';
 
 type Api = typeof import('@opentelemetry/api');
+
+/** Seconds: from a few milliseconds to an hour. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+/** Seconds: a tick on time is late by a millisecond or two. */
+const LATENESS_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30];
 
 /** The exit reasons whose span has status error. */
 const FAILED: ReadonlySet<JobExitReason> = new Set(['error', 'timeout', 'killed', 'leaseLost']);
@@ -34,11 +42,18 @@ export async function openTelemetry(
 /**
  * A span `periodic <name>` for every run, active while the run's code executes, ended with its exit reason; and
  * the metrics `periodic.runs`, `periodic.run.duration`, `periodic.tick.lateness` and `periodic.ticks.missed`.
+ * A failure of OpenTelemetry itself (an SDK that throws) is logged and changes nothing of the runs.
  */
 export class RunTelemetry {
   private readonly tracer;
   /** The spans of the runs in flight, by job and run. */
   private readonly spans = new Map<string, Map<number, Span>>();
+  private readonly logger = new Logger(LOGGER_CONTEXT);
+  /**
+   * What failed and was logged, making spans or recording what runs did: the next such failures are not
+   * logged, until that works again.
+   */
+  private readonly failing = { span: false, record: false };
 
   constructor(
     private readonly api: Api,
@@ -48,50 +63,92 @@ export class RunTelemetry {
     const meter = api.metrics.getMeter('nestjs-periodic');
     const runs = meter.createCounter('periodic.runs', {
       description: 'Runs that ended, by job and exit reason',
+      unit: '{run}',
     });
     const duration = meter.createHistogram('periodic.run.duration', {
       description: 'How long runs took, from start to end',
       unit: 's',
+      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
     });
     const lateness = meter.createHistogram('periodic.tick.lateness', {
       description: 'How long after its slot a run started',
       unit: 's',
+      advice: { explicitBucketBoundaries: LATENESS_BUCKETS },
     });
-    const missed = meter.createCounter('periodic.ticks.missed', { description: 'Slots dropped, by job' });
+    const missed = meter.createCounter('periodic.ticks.missed', {
+      description: 'Slots dropped, by job',
+      unit: '{tick}',
+    });
     events.on('started', ({ name, startedAt, scheduledAt }) =>
-      lateness.record((startedAt - scheduledAt) / 1000, { 'periodic.job.name': name }),
+      this.guarded(name, () =>
+        lateness.record((startedAt - scheduledAt) / 1000, { 'periodic.job.name': name }),
+      ),
     );
-    events.on('missed', ({ name, count }) => missed.add(count, { 'periodic.job.name': name }));
-    events.on('finished', ({ name, jobId, reason, error, durationMs }) => {
-      const attributes = { 'periodic.job.name': name, 'periodic.exit_reason': reason };
-      runs.add(1, attributes);
-      duration.record(durationMs / 1000, attributes);
-      this.endSpan(name, jobId, reason, error);
-    });
+    events.on('missed', ({ name, count }) =>
+      this.guarded(name, () => missed.add(count, { 'periodic.job.name': name })),
+    );
+    events.on('finished', ({ name, jobId, reason, error, durationMs }) =>
+      this.guarded(name, () => {
+        const attributes = { 'periodic.job.name': name, 'periodic.exit_reason': reason };
+        runs.add(1, attributes);
+        duration.record(durationMs / 1000, attributes);
+        this.endSpan(name, jobId, reason, error);
+      }),
+    );
   }
 
-  /** Calls the job inside the span of its run. */
+  /** Calls the job inside the span of its run; without one if OpenTelemetry fails to make it. */
   run(context: PeriodicContext, job: (context: PeriodicContext) => unknown): unknown {
     const { name, jobId, fencingToken } = context;
-    const attributes: Attributes = { 'periodic.job.name': name, 'periodic.job.id': jobId };
-    if (fencingToken !== undefined) attributes['periodic.fencing_token'] = fencingToken;
-    const span = this.tracer.startSpan(`periodic ${name}`, { attributes });
-    let runs = this.spans.get(name);
-    if (runs === undefined) this.spans.set(name, (runs = new Map()));
-    runs.set(jobId, span);
     const { context: contexts, trace } = this.api;
-    return contexts.with(trace.setSpan(contexts.active(), span), job, undefined, context);
+    let active: Context;
+    try {
+      const attributes: Attributes = { 'periodic.job.name': name, 'periodic.job.id': jobId };
+      if (fencingToken !== undefined) attributes['periodic.fencing_token'] = fencingToken;
+      const span = this.tracer.startSpan(`periodic ${name}`, { attributes });
+      let runs = this.spans.get(name);
+      if (runs === undefined) this.spans.set(name, (runs = new Map()));
+      runs.set(jobId, span);
+      active = trace.setSpan(contexts.active(), span);
+      this.failing.span = false;
+    } catch (error) {
+      this.failed('span', name, error);
+      return job(context);
+    }
+    return contexts.with(active, job, undefined, context);
   }
 
   private endSpan(name: string, jobId: number, reason: JobExitReason, error: unknown): void {
-    const span = this.spans.get(name)?.get(jobId);
+    const runs = this.spans.get(name);
+    const span = runs?.get(jobId);
     if (span === undefined) return;
-    this.spans.get(name)!.delete(jobId);
+    runs!.delete(jobId);
+    if (runs!.size === 0) this.spans.delete(name);
     span.setAttribute('periodic.exit_reason', reason);
     if (FAILED.has(reason)) {
       span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: reason });
       if (isError(error)) span.recordException(error);
     }
     span.end();
+  }
+
+  private guarded(name: string, record: () => void): void {
+    try {
+      record();
+      this.failing.record = false;
+    } catch (error) {
+      this.failed('record', name, error);
+    }
+  }
+
+  private failed(what: 'span' | 'record', name: string, error: unknown): void {
+    if (this.failing[what]) return;
+    this.failing[what] = true;
+    logError(
+      this.logger,
+      `OpenTelemetry failed while recording a run of ${name}; runs go on without what it fails to record ` +
+        '(logged again once it has worked in between)',
+      error,
+    );
   }
 }

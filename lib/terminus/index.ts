@@ -26,8 +26,9 @@ export interface PeriodicHealthOptions {
 /**
  * A `@nestjs/terminus` health indicator of every job of the application. A job is down when its runs have
  * failed `maxConsecutiveFailures` times in a row, when it was stopped while the application runs, or when a
- * tick has been due for more than two intervals without coming (its timer is dead); paused and manual jobs are
- * up. Provide it beside `TerminusModule`:
+ * tick has been due for more than two intervals without coming (its timer is dead). Paused and manual jobs are
+ * up, whatever their runs did, and every job is up while the application closes. Provide it beside
+ * `TerminusModule`:
  *
  * ```ts
  * @Get('health') @HealthCheck()
@@ -47,6 +48,12 @@ export class PeriodicHealthIndicator {
     options: PeriodicHealthOptions = {},
   ) {
     const where = 'PeriodicHealthIndicator.isHealthy()';
+    if (typeof key !== 'string' || key === '') {
+      throw new PeriodicConfigError(
+        `${where}: the key must be a non-empty string, the name of the check in the result such as ` +
+          `'periodic', got ${describeValue(key)}; the options come second: isHealthy('periodic', { ... })`,
+      );
+    }
     const given = readOptions(where, options, ['maxConsecutiveFailures'], '{ maxConsecutiveFailures: 3 }');
     const { maxConsecutiveFailures = 3 } = given as PeriodicHealthOptions;
     if (!Number.isSafeInteger(maxConsecutiveFailures) || maxConsecutiveFailures < 1) {
@@ -79,11 +86,15 @@ export class PeriodicHealthIndicator {
     status: PeriodicJobStatus,
     maxConsecutiveFailures: number,
   ): string | undefined {
+    // Jobs that are off on purpose, and jobs stopped because the application closes.
+    if (status.state === 'paused' || status.mode === 'manual' || this.registry.closing) return undefined;
     if (status.consecutiveFailures >= maxConsecutiveFailures) {
       return `${status.consecutiveFailures} runs in a row failed (the limit is ${maxConsecutiveFailures})`;
     }
-    if (status.state === 'stopped' && !this.registry.closing) return 'stopped while the application runs';
-    if (scheduler.overdue) return 'no tick for more than two intervals: its timer is not running';
+    if (status.state === 'stopped') return 'stopped while the application runs';
+    if (scheduler.overdue) {
+      return 'no tick for more than two intervals: its timer is not running, or a tick is stuck (a guard that never settles)';
+    }
     return undefined;
   }
 }

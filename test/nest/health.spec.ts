@@ -21,6 +21,16 @@ class HealthController {
   }
 }
 
+/** Asks `check` while the application closes. */
+@Injectable()
+class Probe {
+  check: () => void = () => undefined;
+
+  onModuleDestroy(): void {
+    this.check();
+  }
+}
+
 @Injectable()
 class Jobs {
   failing = true;
@@ -37,7 +47,7 @@ class Jobs {
 @Module({
   imports: [TerminusModule.forRoot({ logger: false }), PeriodicModule.forRoot({ logger: false })],
   controllers: [HealthController],
-  providers: [PeriodicHealthIndicator, Jobs],
+  providers: [PeriodicHealthIndicator, Jobs, Probe],
 })
 class AppModule {}
 
@@ -136,7 +146,8 @@ describe('PeriodicHealthIndicator over HTTP', () => {
     expect(health.status).toBe(503);
     expect(health.body.details.periodic.jobs.heartbeat).toMatchObject({
       status: 'down',
-      reason: 'no tick for more than two intervals: its timer is not running',
+      reason:
+        'no tick for more than two intervals: its timer is not running, or a tick is stuck (a guard that never settles)',
       state: 'ticking',
     });
   });
@@ -152,6 +163,42 @@ describe('PeriodicHealthIndicator over HTTP', () => {
       heartbeat: { status: 'up', state: 'paused', nextTickAt: null },
       'Jobs.manual': { status: 'up', state: 'ticking', nextTickAt: null },
     });
+  });
+
+  it('paused and manual jobs are up whatever their runs did; every job is up while the application closes', async () => {
+    const { registry, get } = await start();
+    const fail = () => {
+      throw new Error('x');
+    };
+    registry.add('paused', fail, { every: 60_000 });
+    registry.add('manual', fail, { every: 60_000, mode: 'manual' });
+    for (let run = 0; run < 3; run++) {
+      await registry.trigger('paused');
+      await registry.trigger('manual');
+    }
+    registry.pause('paused');
+    await registry.get('manual').stop();
+    expect((await get()).status).toBe(200);
+    // Closing: a job stopped, or failing, is not down for it.
+    registry.resume('paused');
+    const indicator = app!.get(PeriodicHealthIndicator);
+    let closing: unknown;
+    app!.get(Probe).check = () => {
+      closing = indicator.isHealthy('periodic');
+    };
+    await app!.close();
+    app = undefined;
+    expect(closing).toMatchObject({ periodic: { status: 'up' } });
+  });
+
+  it('the key must be a string: options given first are an error, not a check named [object Object]', async () => {
+    await start();
+    const indicator = app!.get(PeriodicHealthIndicator);
+    for (const key of [{ maxConsecutiveFailures: 1 }, 42, '']) {
+      expect(() => indicator.isHealthy(key as never)).toThrow(
+        "PeriodicHealthIndicator.isHealthy(): the key must be a non-empty string, the name of the check in the result such as 'periodic'",
+      );
+    }
   });
 
   it('maxConsecutiveFailures sets the limit; an invalid one is a PeriodicConfigError', async () => {

@@ -70,6 +70,19 @@ describe('PeriodicRegistry: status, trigger, pause, resume', () => {
     },
   );
 
+  it('adding a job again while remove() still drains it: an error that says to await the removal', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot()] });
+    app.registry.add('re', honouringRun, { every: 60_000 });
+    await app.registry.trigger('re');
+    const removed = app.registry.remove('re');
+    expect(() => app.registry.add('re', () => undefined, { every: 60_000 })).toThrow(
+      'PeriodicRegistry.add("re"): the job "re" is still being removed (its runs are draining); await ' +
+        'registry.remove("re") before adding a job of this name again',
+    );
+    await removed;
+    expect(app.registry.add('re', () => undefined, { every: 60_000 }).name).toBe('re');
+  });
+
   it('a job stopped with remove() reads stopped, until it is forgotten', async () => {
     const app = await createApp({ imports: [PeriodicModule.forRoot()] });
     const run = deferred();

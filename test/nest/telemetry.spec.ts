@@ -203,12 +203,64 @@ describe('telemetry: true', () => {
       .map(({ descriptor }) => [descriptor.name, descriptor.unit]);
     expect(descriptors).toEqual(
       expect.arrayContaining([
-        ['periodic.runs', ''],
+        ['periodic.runs', '{run}'],
         ['periodic.run.duration', 's'],
         ['periodic.tick.lateness', 's'],
-        ['periodic.ticks.missed', ''],
+        ['periodic.ticks.missed', '{tick}'],
       ]),
     );
+  });
+
+  it("a scheduled run starts a trace of its own, whatever context armed the job's timer", async () => {
+    spans.reset();
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ logger: false, telemetry: true })] });
+    app.registry.add('early', () => undefined, { every: 20 });
+    await app.events.once('finished', (event) => event.name === 'early');
+    // A job added while a request is handled, due before the other: the process's timer is armed again there.
+    trace.getTracer('http').startActiveSpan('POST /jobs', (request) => {
+      app.registry.add('added', () => undefined, { every: 5 });
+      request.end();
+    });
+    for (let runs = 0; runs < 3; runs++) {
+      await app.events.once('finished', (event) => event.name === 'early');
+    }
+    await app.close();
+    const runs = spans.getFinishedSpans().filter((span) => span.name.startsWith('periodic '));
+    expect(runs.length).toBeGreaterThan(4);
+    expect(runs.map((span) => span.parentSpanContext?.spanId)).toEqual(runs.map(() => undefined));
+  });
+
+  it('OpenTelemetry failing (a span processor that throws) is logged once and changes nothing of the runs', async () => {
+    trace.disable();
+    const broken = {
+      onStart: () => {
+        throw new Error('processor onStart');
+      },
+      onEnd: () => undefined,
+      forceFlush: () => Promise.resolve(),
+      shutdown: () => Promise.resolve(),
+    };
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [broken] }));
+    try {
+      const app = await createApp({
+        imports: [PeriodicModule.forRoot({ mode: 'manual', telemetry: true })],
+      });
+      let calls = 0;
+      app.registry.add('p', () => void calls++, { every: 1000 });
+      expect(await app.registry.syncTick('p')).toMatchObject({ ok: true, reason: 'normal' });
+      expect(await app.registry.syncTick('p')).toMatchObject({ ok: true, reason: 'normal' });
+      expect(calls).toBe(2);
+      expect(app.registry.status('p').consecutiveFailures).toBe(0);
+      expect(app.logs.periodic()).toEqual([
+        'error: OpenTelemetry failed while recording a run of p; runs go on without what it fails to record ' +
+          '(logged again once it has worked in between): processor onStart',
+      ]);
+    } finally {
+      trace.disable();
+      trace.setGlobalTracerProvider(
+        new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }),
+      );
+    }
   });
 
   it('telemetry: false (the default) records nothing', async () => {

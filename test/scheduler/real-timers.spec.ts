@@ -1,8 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from '@jest/globals';
 import type { PeriodicEvent } from '../../lib/scheduler/events.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { EventLog } from './helpers.js';
+import { deferred, EventLog } from './helpers.js';
 
 // Real timers. These tests assert the shape of the schedule (the grid, never early, missed slots), never how
 // late a tick was: a busy machine may delay ticks or drop slots, and every assertion allows for that.
@@ -116,5 +117,31 @@ describe('process lifetime', () => {
     expect(timers()).toBe(before + 1);
     await scheduler.stop();
     expect(timers()).toBe(before);
+  });
+});
+
+describe('the async context of ticks', () => {
+  it("a job started inside an AsyncLocalStorage context passes it on to no tick, neither its own nor another job's", async () => {
+    const request = new AsyncLocalStorage<string>();
+    const seen: Record<string, (string | undefined)[]> = { before: [], inside: [] };
+    const done = deferred();
+    const job = (name: string, every: number) =>
+      new PeriodicScheduler({
+        name,
+        every,
+        run: () => {
+          seen[name].push(request.getStore());
+          if (seen.before.length >= 5 && seen.inside.length >= 5) done.resolve();
+        },
+      });
+    const before = job('before', 20);
+    before.start();
+    // Due first, so that the process's timer is armed again inside the context. As a job added while an HTTP
+    // request is handled: the request's stores must not reach scheduled runs.
+    const inside = job('inside', 5);
+    request.run('alice', () => inside.start());
+    await done.promise;
+    await Promise.all([before.stop(), inside.stop()]);
+    expect(new Set([...seen.before, ...seen.inside])).toEqual(new Set([undefined]));
   });
 });

@@ -5,7 +5,8 @@ import { tracingChannel } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import type { PeriodicRunTrace } from '../../lib/scheduler/run.js';
-import { flush, startScheduler } from './helpers.js';
+import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
+import { flush, honouringRun, runsInTurn, startScheduler, stuckRun } from './helpers.js';
 
 // Stores bound to it here hold strings.
 const runs = tracingChannel<string, PeriodicRunTrace>('nestjs-periodic:run');
@@ -77,6 +78,67 @@ describe("the tracing channel 'nestjs-periodic:run'", () => {
     });
     expect(await scheduler.syncTick()).toMatchObject({ reason: 'error', error: failure });
     expect(recorded.seen.map(([name]) => name)).toEqual(['start', 'error', 'end']);
+  });
+
+  it("a thenable's then is called once: a query builder that runs on then runs once", async () => {
+    const recorded = record();
+    stop = recorded.stop;
+    let executions = 0;
+    const query = {
+      then(resolve: (rows: string) => unknown, reject: (error: unknown) => unknown) {
+        executions++;
+        return Promise.resolve('rows').then(resolve, reject);
+      },
+    };
+    const { scheduler } = startScheduler({ every: 1000, mode: 'manual', run: () => query });
+    expect(await scheduler.syncTick()).toMatchObject({ reason: 'normal' });
+    expect(executions).toBe(1);
+    expect(recorded.seen.at(-1)).toEqual(['asyncEnd', expect.objectContaining({ result: 'rows' })]);
+  });
+
+  it('a run stopped as a failure and abandoned ends its trace then: error (its abort reason), asyncStart, asyncEnd', async () => {
+    const recorded = record();
+    stop = recorded.stop;
+    const { scheduler } = startScheduler({
+      every: 1000,
+      mode: 'manual',
+      timeout: 5,
+      jobShutdown: 'brutalKill',
+      run: stuckRun,
+    });
+    expect(await scheduler.syncTick()).toMatchObject({ reason: 'timeout' });
+    expect(recorded.seen.map(([name]) => name)).toEqual(['start', 'end', 'error', 'asyncStart', 'asyncEnd']);
+    const [, ended] = recorded.seen[4];
+    expect(ended.exitReason).toBe('timeout');
+    expect(ended.error).toBeInstanceOf(PeriodicAbortError);
+    expect((ended.error as PeriodicAbortError).reason).toBe('timeout');
+  });
+
+  it('a run killed by stopPrevious ends its trace when killed, once, however it settles later', async () => {
+    const recorded = record();
+    stop = recorded.stop;
+    const { runs, run } = runsInTurn(2);
+    const { scheduler } = startScheduler({ every: 1000, mode: 'manual', onOverlap: 'stopPrevious', run });
+    await scheduler.tick();
+    await scheduler.tick();
+    runs[0].resolve();
+    await flush();
+    const first = recorded.seen.filter(([, trace]) => trace.jobId === 1);
+    expect(first.map(([name]) => name)).toEqual(['start', 'end', 'error', 'asyncStart', 'asyncEnd']);
+    expect(first[4][1]).toMatchObject({ exitReason: 'killed', error: expect.any(PeriodicAbortError) });
+    expect(first[4][1]).not.toHaveProperty('result');
+    runs[1].resolve();
+    await flush();
+  });
+
+  it('a run shut down within its grace ends its trace with no error', async () => {
+    const recorded = record();
+    stop = recorded.stop;
+    const { scheduler } = startScheduler({ every: 1000, mode: 'manual', run: honouringRun });
+    await scheduler.tick();
+    await scheduler.stop();
+    expect(recorded.seen.map(([name]) => name)).toEqual(['start', 'end', 'asyncStart', 'asyncEnd']);
+    expect(recorded.seen[3][1]).toMatchObject({ exitReason: 'shutdown' });
   });
 
   it('an AsyncLocalStorage bound with bindStore holds its value inside the run, after awaits too', async () => {
