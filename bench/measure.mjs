@@ -285,8 +285,8 @@ async function status() {
   const count = () => {
     for (let i = 0; i < runs; i++) {
       const record = records[i % 1000];
-      record.runStarted();
-      record.runEnded('normal', 1, false, undefined);
+      record.runStarted(i);
+      record.runEnded('normal', i + 1, 1, false, undefined);
     }
   };
   count(); // compiled before it is timed

@@ -168,11 +168,13 @@ export function appOf(container: ModulesContainer, given: ResolvedModuleOptions)
     const events = new PeriodicEvents(
       options.logger === false ? undefined : eventLogger(options.logger, timeoutOf),
     );
-    // Read on each run: jobs are made before the explorer loads the telemetry.
-    const traced = (job: Job): Job => {
-      return (context) =>
-        shared.telemetry === undefined ? job(context) : shared.telemetry.run(context, job);
-    };
+    // Read on each run: jobs are made before the explorer loads the telemetry. Without it, jobs are called as
+    // they are.
+    const traced = options.telemetry
+      ? (job: Job): Job =>
+          (context) =>
+            shared.telemetry === undefined ? job(context) : shared.telemetry.run(context, job)
+      : (job: Job): Job => job;
     const registry: PeriodicRegistry = new PeriodicRegistry(events, options, traced);
     // Failures of the store are logged whatever `logger` says: they stop exclusive jobs.
     if (options.coordinator !== undefined)

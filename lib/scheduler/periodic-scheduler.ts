@@ -47,7 +47,8 @@ export class PeriodicScheduler {
   private paused = false;
   /** What the job did: made with its first tick. */
   private recorded: JobRecord | undefined;
-  private readonly runs = new Set<Run>();
+  /** The runs being tracked, in start order: an array, lighter than a Set for the one or two a job has. */
+  private readonly runs: Run[] = [];
   private lastJobId = 0;
   /** Auto mode: the deadline the tick timer aims at, on the `now()` timeline. */
   private deadline = 0;
@@ -110,7 +111,7 @@ export class PeriodicScheduler {
 
   /** The number of runs being tracked: started, and neither settled nor abandoned. */
   get running(): number {
-    return this.runs.size;
+    return this.runs.length;
   }
 
   /** Starts ticking: the first tick comes `initialDelay` ms from now (auto mode). Idempotent. */
@@ -136,11 +137,11 @@ export class PeriodicScheduler {
     if (this.stopped === undefined) {
       this.halt();
       let drained: Promise<void>;
-      if (this.runs.size === 0) {
+      if (this.runs.length === 0) {
         drained = Promise.resolve();
       } else {
         drained = new Promise((resolve) => (this.drained = resolve));
-        for (const run of [...this.runs]) run.stop('shutdown');
+        for (const run of this.runs.slice()) run.stop('shutdown');
       }
       const { lease } = this;
       this.stopped = lease === undefined ? drained : drained.then(() => lease.release(this.claiming));
@@ -203,7 +204,7 @@ export class PeriodicScheduler {
   get overdue(): boolean {
     if (this.state !== 'ticking' || this.options.mode !== 'auto') return false;
     if (this.calendar === undefined) {
-      if (this.options.delayMode === 'shifted' && this.runs.size > 0) return false;
+      if (this.options.delayMode === 'shifted' && this.runs.length > 0) return false;
       return now() - this.deadline > 2 * this.options.every;
     }
     const next = this.calendar.next(this.slot);
@@ -217,7 +218,7 @@ export class PeriodicScheduler {
       {
         options: this.options,
         state: this.state,
-        running: this.runs.size,
+        running: this.runs.length,
         nextSlot: ticking ? this.slot : 0,
         lease: this.lease,
       },
@@ -439,7 +440,7 @@ export class PeriodicScheduler {
     triggered: boolean,
   ): Run | undefined {
     if (this.phase !== 'ticking') return undefined;
-    if (this.runs.size > 0 && this.options.onOverlap !== 'run') {
+    if (this.runs.length > 0 && this.options.onOverlap !== 'run') {
       if (this.options.onOverlap === 'ignore') {
         this.record.skipped++;
         if (this.listens('skipped')) {
@@ -448,7 +449,7 @@ export class PeriodicScheduler {
         }
         return this.noRun(triggered);
       }
-      for (const previous of [...this.runs]) {
+      for (const previous of this.runs.slice()) {
         // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
         if (!previous.triggered) triggered = false;
         previous.stop('stopPrevious');
@@ -462,8 +463,8 @@ export class PeriodicScheduler {
     const run = new Run(this.options, ++this.lastJobId, scheduledAt, slot, this, this.lease?.fencingToken);
     run.waiter = waiter;
     run.triggered = triggered;
-    this.runs.add(run);
-    this.record.runStarted();
+    this.runs.push(run);
+    this.record.runStarted(run.context.startedAt);
     if (this.listens('started')) {
       const { jobId, startedAt } = run.context;
       this.emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
@@ -490,10 +491,11 @@ export class PeriodicScheduler {
 
   /** @internal A run of this job has ended. */
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void {
-    this.runs.delete(run);
+    this.runs.splice(this.runs.indexOf(run), 1);
     // Read before the next tick is armed, so that the gap from this end to it is never below `every`.
-    const durationMs = now() - run.context.startedAt;
-    this.record.runEnded(reason, durationMs, failed, error);
+    const endedAt = now();
+    const durationMs = endedAt - run.context.startedAt;
+    this.record.runEnded(reason, endedAt, durationMs, failed, error);
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
     if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !run.replaced && !run.triggered) {
@@ -505,7 +507,7 @@ export class PeriodicScheduler {
       if (listening) this.emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
       run.waiter?.(outcome);
     }
-    if (this.runs.size === 0) this.drained?.();
+    if (this.runs.length === 0) this.drained?.();
   }
 
   /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
@@ -556,7 +558,7 @@ export class PeriodicScheduler {
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
   leaseLost(reason: string): void {
     if (this.listens('leaseLost')) this.emit({ type: 'leaseLost', name: this.name, reason });
-    for (const run of [...this.runs]) run.stop('leaseLost');
+    for (const run of this.runs.slice()) run.stop('leaseLost');
   }
 
   /** Arms the next tick `delay` ms from now (first tick, shifted mode); manual mode only reports it. */

@@ -1,3 +1,4 @@
+import { now } from './clock.js';
 import type { JobExitReason } from './events.js';
 import type { ResolvedPeriodicOptions, SchedulerMode } from './options.js';
 
@@ -27,8 +28,9 @@ export interface PeriodicJobStatus {
 }
 
 /**
- * What a job did, counted as it happens: plain numbers, wall-clock times in epoch ms; the dates of a status
- * are made when it is asked for. A job gets its record with its first tick, so that idle jobs cost nothing.
+ * What a job did, counted as it happens: plain numbers, and times on the `now()` timeline that runs already
+ * read, so that keeping them reads no clock; a status turns them into dates when it is asked for. A job gets
+ * its record with the first thing it has to count, so that idle jobs cost nothing.
  */
 export class JobRecord {
   started = 0;
@@ -42,22 +44,24 @@ export class JobRecord {
   shutdown = 0;
   leaseLost = 0;
   consecutiveFailures = 0;
-  lastStartedAt = 0;
-  lastSucceededAt = 0;
+  /** On the `now()` timeline, as `lastSucceededAt` and `lastEndedAt`; NaN until there is one. */
+  lastStartedAt = NaN;
+  lastSucceededAt = NaN;
   /** The last run that ended; its `error` only when it threw or rejected. */
   lastReason: JobExitReason | undefined = undefined;
-  lastEndedAt = 0;
+  lastEndedAt = NaN;
   lastDurationMs = 0;
   lastError: { value: unknown } | undefined = undefined;
 
-  runStarted(): void {
+  /** @param startedAt on the `now()` timeline. */
+  runStarted(startedAt: number): void {
     this.started++;
-    this.lastStartedAt = Date.now();
+    this.lastStartedAt = startedAt;
   }
 
-  runEnded(reason: JobExitReason, durationMs: number, failed: boolean, error: unknown): void {
+  /** @param at on the `now()` timeline. */
+  runEnded(reason: JobExitReason, at: number, durationMs: number, failed: boolean, error: unknown): void {
     this[reason]++;
-    const at = Date.now();
     this.lastReason = reason;
     this.lastEndedAt = at;
     this.lastDurationMs = durationMs;
@@ -88,7 +92,8 @@ const MAX_DATE = 8.64e15;
 /** A job's status from its record (none yet: nothing happened). */
 export function statusOf(source: StatusSource, record: JobRecord = NEVER): PeriodicJobStatus {
   const { options, lease } = source;
-  const date = (epoch: number): Date | null => (epoch === 0 ? null : new Date(epoch));
+  const epoch = Date.now() - now();
+  const date = (at: number): Date | null => (Number.isNaN(at) ? null : new Date(epoch + at));
   const { lastReason } = record;
   return {
     name: options.name,
@@ -100,14 +105,15 @@ export function statusOf(source: StatusSource, record: JobRecord = NEVER): Perio
         : { cron: options.cron, timezone: options.timezone! },
     running: source.running,
     // A slot past the range of a Date (an interval of some 270,000 years) is as good as none.
-    nextTickAt: Math.abs(source.nextSlot) > MAX_DATE ? null : date(source.nextSlot),
+    nextTickAt:
+      source.nextSlot === 0 || Math.abs(source.nextSlot) > MAX_DATE ? null : new Date(source.nextSlot),
     lastStartedAt: date(record.lastStartedAt),
     lastFinished:
       lastReason === undefined
         ? null
         : {
             reason: lastReason,
-            at: new Date(record.lastEndedAt),
+            at: new Date(epoch + record.lastEndedAt),
             durationMs: record.lastDurationMs,
             ...(record.lastError === undefined ? {} : { error: record.lastError.value }),
           },
