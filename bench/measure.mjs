@@ -52,9 +52,7 @@ async function timing({ peer, load }) {
 }
 
 /** 10,000 jobs every 100 ms, for 5 s. */
-async function scale({ peer }) {
-  const jobs = 10_000;
-  const every = 100;
+async function scale({ peer, jobs = 10_000, every = 100 }) {
   let runs = 0;
   const scheduler = makePeer(
     peer,

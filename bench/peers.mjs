@@ -46,6 +46,27 @@ export function makePeer(peer, jobs, { perProvider = 1, periodic = {}, module = 
       return nestPeer(jobs, perProvider, PeriodicModule.forRoot({ logger: false, ...module }), (job) =>
         Periodic({ every: job.every, ...periodic }),
       );
+    case 'nestjs-periodic, default logger':
+      return makePeer('nestjs-periodic', jobs, {
+        perProvider,
+        periodic,
+        module: { ...module, logger: true },
+      });
+    case 'nestjs-periodic, registry.add': {
+      // The same jobs added at run time, once the application has bootstrapped.
+      const app = nestPeer([], perProvider, PeriodicModule.forRoot({ logger: false, ...module }), undefined);
+      return {
+        prepare: app.prepare,
+        stop: app.stop,
+        get registry() {
+          return app.registry;
+        },
+        start: async () => {
+          await app.start();
+          jobs.forEach((job, i) => app.registry.add(`job${i}`, job.run, { every: job.every, ...periodic }));
+        },
+      };
+    }
     case '@nestjs/schedule':
       return nestPeer(jobs, perProvider, ScheduleModule.forRoot(), (job) => Interval(job.every));
     case 'no scheduler':

@@ -24,7 +24,19 @@ const peers = option('peers', undefined)?.split(',');
 const NEST = ['nestjs-periodic', '@nestjs/schedule'];
 const tasks = [
   ...PEERS.flatMap((peer) => [false, true].map((load) => ({ scenario: 'timing', peer, load }))),
-  ...[PEERS[0], ENGINE, ...PEERS.slice(1)].map((peer) => ({ scenario: 'scale', peer })),
+  ...[
+    PEERS[0],
+    'nestjs-periodic, default logger',
+    'nestjs-periodic, registry.add',
+    ENGINE,
+    ...PEERS.slice(1),
+  ].map((peer) => ({ scenario: 'scale', peer })),
+  ...[PEERS[0], ENGINE, '@nestjs/schedule', 'setInterval'].map((peer) => ({
+    scenario: 'scale',
+    peer,
+    jobs: 100_000,
+    every: 1000,
+  })),
   ...NEST.map((peer) => ({ scenario: 'cron', peer })),
   ...[...NEST, 'no scheduler'].map((peer) => ({ scenario: 'bootstrap', peer })),
   ...PEERS.flatMap((peer) => [false, true].map((inFlight) => ({ scenario: 'shutdown', peer, inFlight }))),
@@ -68,8 +80,9 @@ function measure() {
   return { ...environment(root), repetitions: reps, results };
 }
 
-function label({ scenario, peer, load, inFlight }) {
-  return `${scenario} ${peer}${load ? ' (loaded)' : ''}${inFlight ? ' (runs in flight)' : ''}`;
+function label({ scenario, peer, load, inFlight, jobs }) {
+  const variant = `${load ? ' (loaded)' : ''}${inFlight ? ' (runs in flight)' : ''}${jobs ? ` (${jobs} jobs)` : ''}`;
+  return `${scenario} ${peer}${variant}`;
 }
 
 /**
