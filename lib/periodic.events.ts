@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { LOGGER_CONTEXT } from './periodic.constants.js';
 import { type EventLogger, logError } from './periodic.logger.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
-import type { PeriodicEvent, PeriodicEventOf, PeriodicEventType } from './scheduler/events.js';
+import type { JobExitReason, PeriodicEvent, PeriodicEventOf, PeriodicEventType } from './scheduler/events.js';
 import { nearest } from './scheduler/options.js';
 
 const EVENT_TYPES = [
@@ -90,10 +90,13 @@ export class PeriodicEvents {
     });
   }
 
-  /** @internal Whether anyone would see an event of `type`: the scheduler builds no event that no one wants. */
-  wants(type: PeriodicEventType): boolean {
+  /**
+   * @internal Whether anyone would see an event of `type` (for `finished`, of a run that ended with `reason`):
+   * the scheduler builds no event that no one wants.
+   */
+  wants(type: PeriodicEventType, reason?: JobExitReason): boolean {
     return (
-      this.log?.wants(type) === true ||
+      this.log?.wants(type, reason) === true ||
       (this.listeners.get(type)?.size ?? 0) > 0 ||
       (this.listeners.get('*')?.size ?? 0) > 0 ||
       CHANNELS.get(type)!.hasSubscribers
@@ -102,7 +105,7 @@ export class PeriodicEvents {
 
   /** @internal Delivers an event to the logger, the listeners of its type, the `'*'` listeners, then the channel. */
   emit(event: PeriodicEvent): void {
-    if (this.log?.wants(event.type) === true) this.deliver(this.log.write, event, 'the logger');
+    if (this.log !== undefined) this.deliver(this.log.write, event, 'the logger');
     this.deliverAll(event.type, event);
     this.deliverAll('*', event);
     const published = CHANNELS.get(event.type)!;

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { LOGGER_CONTEXT } from './periodic.constants.js';
 import { describeValue, isError } from './scheduler/errors.js';
-import type { PeriodicEvent, PeriodicEventType } from './scheduler/events.js';
+import type { JobExitReason, PeriodicEvent, PeriodicEventType } from './scheduler/events.js';
 
 /** A level of Nest's `Logger`. */
 export type PeriodicLogLevel = 'log' | 'error' | 'warn' | 'debug' | 'verbose' | 'fatal';
@@ -46,6 +46,16 @@ export const DEFAULT_LOG_LEVELS: Readonly<Required<PeriodicLoggerLevels>> = {
 export const LOG_KINDS = Object.keys(DEFAULT_LOG_LEVELS) as PeriodicLogKind[];
 export const LOG_LEVELS: readonly PeriodicLogLevel[] = ['log', 'error', 'warn', 'debug', 'verbose', 'fatal'];
 
+/** The kind of line of a run that ended with each exit reason. */
+const KIND_OF_ENDING: Record<JobExitReason, PeriodicLogKind> = {
+  normal: 'finished',
+  shutdown: 'shutdown',
+  killed: 'killed',
+  timeout: 'timeout',
+  error: 'error',
+  leaseLost: 'leaseLost',
+};
+
 /** The event types each kind of line comes from. */
 const SOURCES: Record<PeriodicLogKind, readonly PeriodicEventType[]> = {
   started: ['started'],
@@ -64,8 +74,8 @@ const SOURCES: Record<PeriodicLogKind, readonly PeriodicEventType[]> = {
 
 /** What the emitter asks of the event logger. */
 export interface EventLogger {
-  /** Whether an event of `type` may make a line. */
-  wants(type: PeriodicEventType): boolean;
+  /** Whether an event of `type` (for `finished`, of a run that ended with `reason`) may make a line. */
+  wants(type: PeriodicEventType, reason?: JobExitReason): boolean;
   write(event: PeriodicEvent): void;
 }
 
@@ -94,7 +104,10 @@ export function eventLogger(
   };
   const wanted = new Set(LOG_KINDS.filter((kind) => levels[kind] !== false).flatMap((kind) => SOURCES[kind]));
   return {
-    wants: (type) => wanted.has(type),
+    wants: (type, reason) =>
+      type === 'finished' && reason !== undefined
+        ? levels[KIND_OF_ENDING[reason]] !== false
+        : wanted.has(type),
     write: (event) => {
       switch (event.type) {
         case 'started':

@@ -91,6 +91,7 @@ describe('the tarball', () => {
       '@nestjs/terminus',
       '@opentelemetry/api',
       'croner',
+      'node:async_hooks',
       'node:crypto',
       'node:diagnostics_channel',
       'node:timers',

@@ -30,9 +30,10 @@ export type PeriodicEventType = PeriodicEvent['type'];
 export type PeriodicEventOf<T extends PeriodicEventType> = Extract<PeriodicEvent, { type: T }>;
 
 /**
- * Where a scheduler sends its events: a function, or an object whose optional `wants(type)` tells whether
- * anyone listens to that type. The scheduler builds no event object that is not wanted.
+ * Where a scheduler sends its events: a function, or an object whose optional `wants(type, reason)` tells
+ * whether anyone listens to that type (for `finished`, with that exit reason). The scheduler builds no event
+ * object that is not wanted.
  */
 export type PeriodicEventSink =
   | ((event: PeriodicEvent) => void)
-  | { emit(event: PeriodicEvent): void; wants?(type: PeriodicEventType): boolean };
+  | { emit(event: PeriodicEvent): void; wants?(type: PeriodicEventType, reason?: JobExitReason): boolean };

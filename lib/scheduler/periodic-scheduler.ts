@@ -45,7 +45,7 @@ export class PeriodicScheduler {
   private phase: 'idle' | 'ticking' | 'stopped' = 'idle';
   /** Paused: ticks start nothing until `resume()`; the timer keeps the grid. */
   private paused = false;
-  /** What the job did: made with its first tick. */
+  /** What the job did: made with the first thing it counts. */
   private recorded: JobRecord | undefined;
   /** The runs being tracked, in start order: an array, lighter than a Set for the one or two a job has. */
   private readonly runs: Run[] = [];
@@ -501,7 +501,7 @@ export class PeriodicScheduler {
     if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !run.replaced && !run.triggered) {
       this.armNext(this.options.every);
     }
-    const listening = this.listens('finished');
+    const listening = this.listens('finished', reason);
     if (listening || run.waiter !== undefined) {
       const outcome: RunOutcome = failed ? { reason, error, durationMs } : { reason, durationMs };
       if (listening) this.emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
@@ -600,11 +600,11 @@ export class PeriodicScheduler {
     );
   }
 
-  private listens(type: PeriodicEventType): boolean {
+  private listens(type: PeriodicEventType, reason?: JobExitReason): boolean {
     const sink = this.sink;
     if (sink?.wants === undefined) return sink !== undefined;
     try {
-      return sink.wants(type);
+      return sink.wants(type, reason);
     } catch (error) {
       this.sinkFailed(type, error);
       return false;

@@ -186,6 +186,8 @@ describe('diagnostics_channel', () => {
     expect(
       ['missed', 'nextTick', 'started', 'finished', 'skipped'].map((type) => logged.wants(type as never)),
     ).toEqual([true, false, false, true, true]);
+    // A run that ended normally makes no line by default: its event is not built for the logger alone.
+    expect([logged.wants('finished', 'normal'), logged.wants('finished', 'error')]).toEqual([false, true]);
     const quiet = new PeriodicEvents(
       eventLogger({ ...DEFAULT_LOG_LEVELS, missed: false, skipped: false, started: 'debug' }, () => 0),
     );
