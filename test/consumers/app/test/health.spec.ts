@@ -11,7 +11,8 @@ import { Counter } from '../src/counter.js';
 describe('PeriodicHealthIndicator', () => {
   it('reports the job up, then down once it has been stopped while the application runs', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [TerminusModule, PeriodicModule.forRoot({ mode: 'manual' })],
+      // Auto mode (a manual job is always up), with a long interval from the module's options: no run.
+      imports: [TerminusModule, PeriodicModule.forRoot({ jobs: { 'Counter.increment': { every: 60_000 } } })],
       providers: [Counter, PeriodicHealthIndicator],
     }).compile();
     await moduleRef.init();
