@@ -55,8 +55,12 @@ export class PeriodicScheduler {
   /** Auto mode: the same deadline on the wall clock (`Date.now()`), the slot it names to the fleet. */
   private slot = 0;
   private timer: DeadlineTimer | undefined;
-  /** A tick is waiting for its slot to be claimed or for its guard: a tick that comes meanwhile is missed. */
+  /**
+   * A tick is waiting for its jitter, for its slot to be claimed or for its guard: a tick that comes meanwhile is
+   * missed. `pendingSince` is when it began to wait, on the `now()` timeline.
+   */
   private pending = false;
+  private pendingSince = 0;
   private stopped: Promise<void> | undefined;
   private drained: (() => void) | undefined;
   /** Cron jobs: their slots. */
@@ -199,16 +203,21 @@ export class PeriodicScheduler {
 
   /**
    * @internal Auto mode: whether a tick has been due for more than two intervals and has not come, as when its
-   * timer died. A shifted job with a run in flight is not due.
+   * timer died, or has waited that long for its guard. A shifted job with a run in flight is not due.
    */
   get overdue(): boolean {
     if (this.state !== 'ticking' || this.options.mode !== 'auto') return false;
-    if (this.calendar === undefined) {
-      if (this.options.delayMode === 'shifted' && this.runs.length > 0) return false;
-      return now() - this.deadline > 2 * this.options.every;
+    let interval = this.options.every;
+    if (this.calendar !== undefined) {
+      const next = this.calendar.next(this.slot);
+      if (next === null) return false;
+      interval = next - this.slot;
     }
-    const next = this.calendar.next(this.slot);
-    return next !== null && Date.now() - this.slot > 2 * (next - this.slot);
+    // A tick stuck on its guard (or its claim): the ticks after it come, and are all missed.
+    if (this.pending && now() - this.pendingSince > 2 * interval) return true;
+    if (this.calendar !== undefined) return Date.now() - this.slot > 2 * interval;
+    if (this.options.delayMode === 'shifted' && this.runs.length > 0) return false;
+    return now() - this.deadline > 2 * interval;
   }
 
   /** What the job is doing, and what it did last. */
@@ -334,7 +343,7 @@ export class PeriodicScheduler {
     // A tick still waiting when the next comes (a pattern's gap that day was shorter than the jitter) goes now.
     if (this.jittered !== undefined) this.tickJittered();
     this.jittered = { scheduledAt, slot };
-    this.pending = true;
+    this.waiting();
     this.jitterTimer ??= new DeadlineTimer({ onDeadline: () => this.tickJittered() });
     this.jitterTimer.armAt(scheduledAt + Math.random() * jitter);
   }
@@ -379,7 +388,7 @@ export class PeriodicScheduler {
     if (lease === undefined || this.options.mode === 'manual' || triggered)
       return this.passGuard(scheduledAt, slot, waiter, triggered);
     // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
-    this.pending = true;
+    this.waiting();
     const { grid } = this;
     const next = this.options.delayMode === 'regular' ? this.slotAfter(slot) : 0;
     const tick = lease.writeSchedule({ grid, last: slot, next }).then((claimed) => {
@@ -416,7 +425,7 @@ export class PeriodicScheduler {
     } catch (error) {
       return this.guardFailed(error, triggered);
     }
-    this.pending = true;
+    this.waiting();
     return Promise.resolve(verdict).then(
       (passed) => {
         this.pending = false;
@@ -593,11 +602,17 @@ export class PeriodicScheduler {
 
   private syncTickTimedOut(timeout: number, run: Run | undefined): PeriodicTimeoutError {
     const what =
-      run === undefined ? 'its guard is still pending' : `run #${run.jobId} is still running and goes on`;
+      run === undefined
+        ? 'its guard is still pending. Make the guard settle sooner'
+        : `run #${run.jobId} is still running and goes on. Make the run settle sooner (does it honour ctx.signal?)`;
     return new PeriodicTimeoutError(
-      `syncTick() of job "${this.name}" gave up after ${timeout}ms: ${what}. ` +
-        'Make the run settle sooner (does it honour ctx.signal?) or pass a larger { timeout }.',
+      `syncTick() of job "${this.name}" gave up after ${timeout}ms: ${what} or pass a larger { timeout }.`,
     );
+  }
+
+  private waiting(): void {
+    this.pending = true;
+    this.pendingSince = now();
   }
 
   private listens(type: PeriodicEventType, reason?: JobExitReason): boolean {

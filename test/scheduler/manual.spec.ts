@@ -117,7 +117,10 @@ describe('syncTick()', () => {
       when: () => new Promise<boolean>(() => undefined),
     });
     const result = scheduler.syncTick({ timeout: 50 });
-    const assertion = expect(result).rejects.toThrow('gave up after 50ms: its guard is still pending');
+    const assertion = expect(result).rejects.toThrow(
+      'syncTick() of job "job" gave up after 50ms: its guard is still pending. Make the guard settle sooner or ' +
+        'pass a larger { timeout }.',
+    );
     await jest.advanceTimersByTimeAsync(50);
     await assertion;
   });
