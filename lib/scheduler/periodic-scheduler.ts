@@ -45,7 +45,7 @@ export class PeriodicScheduler {
   private phase: 'idle' | 'ticking' | 'stopped' = 'idle';
   /** Paused: ticks start nothing until `resume()`; the timer keeps the grid. */
   private paused = false;
-  /** What the job did: made with the first thing it counts. */
+  /** What the job did: see `record`. */
   private recorded: JobRecord | undefined;
   /** The runs being tracked, in start order: an array, lighter than a Set for the one or two a job has. */
   private readonly runs: Run[] = [];
@@ -595,7 +595,7 @@ export class PeriodicScheduler {
     return undefined;
   }
 
-  /** What the job did: counted from its first tick. */
+  /** What the job did, made when it first has something to count. */
   private get record(): JobRecord {
     return (this.recorded ??= new JobRecord());
   }
