@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { PeriodicEvents } from './periodic.events.js';
 import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from './scheduler/errors.js';
-import type { App, ResolvedModuleOptions } from './periodic.options.js';
 import {
   checkOption,
   JOB_OPTION_NAMES,
@@ -9,10 +8,14 @@ import {
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
   readOptions,
+  type SchedulerMode,
 } from './scheduler/options.js';
+import type { PeriodicCoordinator } from './scheduler/coordinator.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
 import type { PeriodicJobStatus } from './scheduler/status.js';
+
+type Job = (context: PeriodicContext) => unknown;
 
 interface Entry {
   readonly scheduler: PeriodicScheduler;
@@ -39,8 +42,8 @@ export class PeriodicRegistry {
    */
   constructor(
     private readonly events: PeriodicEvents,
-    private readonly module: Pick<ResolvedModuleOptions, 'mode' | 'coordinator'>,
-    private readonly traced: App['traced'],
+    private readonly module: { readonly mode: SchedulerMode; readonly coordinator?: PeriodicCoordinator },
+    private readonly traced: (job: Job) => Job,
   ) {}
 
   /** The scheduler of the job `name`; throws a `PeriodicNotFoundError` listing the known names. */

@@ -2,7 +2,6 @@ import { tracingChannel } from 'node:diagnostics_channel';
 import { type DeadlineListener, DeadlineTimer, now } from './clock.js';
 import { type AbortReason, PeriodicAbortError } from './errors.js';
 import type { JobExitReason } from './events.js';
-import type { ResolvedPeriodicOptions } from './options.js';
 
 /** What a run of a job receives. */
 export interface PeriodicContext {
@@ -34,6 +33,13 @@ export type SyncTickResult =
 
 /** How a run ended: `error` is present when it threw or rejected. */
 export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
+
+/** What a run reads of its job's options (the resolved options of `options.ts` have them all). */
+export interface RunOptions {
+  readonly name: string;
+  readonly timeout: number;
+  readonly jobShutdown: number | 'brutalKill';
+}
 
 /** Told once when a run ends: it settled (`failed` tells whether it threw), or it was abandoned. */
 export interface RunOwner {
@@ -131,7 +137,7 @@ export class Run implements DeadlineListener {
   private async = false;
 
   constructor(
-    private readonly options: ResolvedPeriodicOptions,
+    private readonly options: RunOptions,
     jobId: number,
     scheduledAt: number,
     slot: number,
