@@ -97,11 +97,8 @@ export function eventLogger(
     if (stack !== undefined && (level === 'error' || level === 'fatal')) logger[level](message, stack);
     else logger[level](message);
   };
-  const failure = (kind: PeriodicLogKind, what: string, error: unknown): void => {
-    // An error without a message is named by its class.
-    if (isError(error)) line(kind, `${what}: ${error.message || error.name}`, error.stack);
-    else line(kind, `${what}: ${describeValue(error)}`);
-  };
+  const failure = (kind: PeriodicLogKind, what: string, error: unknown): void =>
+    line(kind, ...failureLine(what, error));
   const wanted = new Set(LOG_KINDS.filter((kind) => levels[kind] !== false).flatMap((kind) => SOURCES[kind]));
   return {
     wants: (type, reason) =>
@@ -153,8 +150,14 @@ export function eventLogger(
   };
 }
 
-/** `<what>: <message>`, with the stack when the value thrown is an `Error`. */
+/** `<what>: <message>` at error level, with the stack when the value thrown is an `Error`. */
 export function logError(logger: Logger, what: string, error: unknown): void {
-  if (isError(error)) logger.error(`${what}: ${error.message || error.name}`, error.stack);
-  else logger.error(`${what}: ${describeValue(error)}`);
+  logger.error(...failureLine(what, error));
+}
+
+/** `<what>: <message>` and the stack of an `Error`; an error without a message is named by its class. */
+function failureLine(what: string, error: unknown): [message: string, stack?: string] {
+  return isError(error)
+    ? [`${what}: ${error.message || error.name}`, error.stack]
+    : [`${what}: ${describeValue(error)}`];
 }

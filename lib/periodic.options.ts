@@ -16,6 +16,7 @@ import {
   JOB_OPTION_NAMES,
   nearest,
   type PeriodicOptions,
+  type PeriodicSchedulerOptions,
   readOptions,
   type SchedulerMode,
 } from './scheduler/options.js';
@@ -149,7 +150,7 @@ export interface App {
   traced(job: Job): Job;
 }
 
-type Job = (context: PeriodicContext) => unknown;
+type Job = PeriodicSchedulerOptions['run'];
 
 const apps = new WeakMap<ModulesContainer, App>();
 

@@ -15,8 +15,6 @@ import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
 import type { PeriodicJobStatus } from './scheduler/status.js';
 
-type Job = (context: PeriodicContext) => unknown;
-
 interface Entry {
   readonly scheduler: PeriodicScheduler;
   /** Where the job comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`. */
@@ -43,7 +41,7 @@ export class PeriodicRegistry {
   constructor(
     private readonly events: PeriodicEvents,
     private readonly module: { readonly mode: SchedulerMode; readonly coordinator?: PeriodicCoordinator },
-    private readonly traced: (job: Job) => Job,
+    private readonly traced: (job: PeriodicSchedulerOptions['run']) => PeriodicSchedulerOptions['run'],
   ) {}
 
   /** The scheduler of the job `name`; throws a `PeriodicNotFoundError` listing the known names. */

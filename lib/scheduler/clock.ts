@@ -53,8 +53,7 @@ export class DeadlineTimer {
     this.cancel();
     this.deadline = deadline;
     if (globalThis.setTimeout === nodeSetTimeout) (shared ??= new SharedTimer()).add(this);
-    else
-      this.own = detached.runInAsyncScope(globalThis.setTimeout, null, fireOwn, delayUntil(deadline), this);
+    else this.own = armOwn(this);
   }
 
   cancel(): void {
@@ -70,16 +69,14 @@ export class DeadlineTimer {
   /** @internal Its own timer fired: early (then it is armed again for the rest), or at the deadline. */
   ownTimerFired(): void {
     this.own = undefined;
-    if (now() < this.deadline) {
-      this.own = detached.runInAsyncScope(
-        globalThis.setTimeout,
-        null,
-        fireOwn,
-        delayUntil(this.deadline),
-        this,
-      );
-    } else this.listener.onDeadline();
+    if (now() < this.deadline) this.own = armOwn(this);
+    else this.listener.onDeadline();
   }
+}
+
+/** The timer's own (fake) timer for its deadline, armed in the package's async context. */
+function armOwn(timer: DeadlineTimer): ReturnType<typeof setTimeout> {
+  return detached.runInAsyncScope(globalThis.setTimeout, null, fireOwn, delayUntil(timer.deadline), timer);
 }
 
 /** A module function, handed the timer as the callback's argument, so that arming allocates no closure. */

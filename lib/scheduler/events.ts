@@ -1,6 +1,12 @@
 /** How a run ended. */
 export type JobExitReason = 'normal' | 'error' | 'timeout' | 'killed' | 'shutdown' | 'leaseLost';
 
+/**
+ * The exit reasons of a failed run: what `consecutiveFailures` counts, what a span and a trace report as an
+ * error. `'shutdown'` is neither a failure nor a success.
+ */
+export const FAILED_RUNS: ReadonlySet<JobExitReason> = new Set(['error', 'timeout', 'killed', 'leaseLost']);
+
 /** What a scheduler reports, in the order of one tick: see the README's "Events". */
 export type PeriodicEvent =
   | { type: 'started'; name: string; jobId: number; scheduledAt: number; startedAt: number }

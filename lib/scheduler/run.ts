@@ -1,7 +1,7 @@
 import { tracingChannel } from 'node:diagnostics_channel';
 import { type DeadlineListener, DeadlineTimer, now } from './clock.js';
 import { type AbortReason, PeriodicAbortError } from './errors.js';
-import type { JobExitReason } from './events.js';
+import { FAILED_RUNS, type JobExitReason } from './events.js';
 
 /** What a run of a job receives. */
 export interface PeriodicContext {
@@ -67,9 +67,6 @@ export interface PeriodicRunTrace {
  * when it ends, settled or abandoned; `error` comes before `end` or `asyncStart` for a run that failed.
  */
 const RUNS = tracingChannel<PeriodicRunTrace>('nestjs-periodic:run');
-
-/** The exit reasons of a stopped run that the trace reports as an error. */
-const STOPPED_AS_FAILURE: ReadonlySet<JobExitReason> = new Set(['timeout', 'killed', 'leaseLost']);
 
 /** The exit reason of a stopped run that settled within its grace. */
 const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
@@ -250,7 +247,8 @@ export class Run implements DeadlineListener {
   private endTrace(trace: PeriodicRunTrace, reason: JobExitReason, failed: boolean, value: unknown): void {
     trace.exitReason = reason;
     if (failed) trace.error = value;
-    else if (STOPPED_AS_FAILURE.has(reason)) trace.error = this.abortError;
+    // A run stopped as a failure: its signal's reason.
+    else if (FAILED_RUNS.has(reason)) trace.error = this.abortError;
     else if (reason === 'normal') trace.result = value;
     if (failed || trace.error !== undefined) RUNS.error.publish(trace);
     if (this.async) {

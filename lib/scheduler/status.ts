@@ -1,5 +1,5 @@
 import { now } from './clock.js';
-import type { JobExitReason } from './events.js';
+import { FAILED_RUNS, type JobExitReason } from './events.js';
 import type { ResolvedPeriodicOptions, SchedulerMode } from './options.js';
 
 /** What a job is doing, and what it did last: `registry.status(name)`. */
@@ -69,7 +69,7 @@ export class JobRecord {
     if (reason === 'normal') {
       this.lastSucceededAt = at;
       this.consecutiveFailures = 0;
-    } else if (reason !== 'shutdown') {
+    } else if (FAILED_RUNS.has(reason)) {
       this.consecutiveFailures++;
     }
   }

@@ -4,7 +4,7 @@ import { LOGGER_CONTEXT } from '../periodic.constants.js';
 import type { PeriodicEvents } from '../periodic.events.js';
 import { logError } from '../periodic.logger.js';
 import { isError, PeriodicConfigError } from '../scheduler/errors.js';
-import type { JobExitReason } from '../scheduler/events.js';
+import { FAILED_RUNS, type JobExitReason } from '../scheduler/events.js';
 import type { PeriodicContext } from '../scheduler/run.js';
 
 type Api = typeof import('@opentelemetry/api');
@@ -13,9 +13,6 @@ type Api = typeof import('@opentelemetry/api');
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 /** Seconds: a tick on time is late by a millisecond or two. */
 const LATENESS_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30];
-
-/** The exit reasons whose span has status error. */
-const FAILED: ReadonlySet<JobExitReason> = new Set(['error', 'timeout', 'killed', 'leaseLost']);
 
 /**
  * Loads `@opentelemetry/api` (an optional peer) and records the runs of the application's jobs through it: a
@@ -125,7 +122,7 @@ export class RunTelemetry {
     runs!.delete(jobId);
     if (runs!.size === 0) this.spans.delete(name);
     span.setAttribute('periodic.exit_reason', reason);
-    if (FAILED.has(reason)) {
+    if (FAILED_RUNS.has(reason)) {
       span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: reason });
       if (isError(error)) span.recordException(error);
     }
