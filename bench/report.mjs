@@ -64,7 +64,7 @@ function tables({ results }) {
     ),
     ...table(
       '2. Scale: ',
-      `CPU time (user + system) per run, runs missed against the slots that passed, and heap per job after GC once all are scheduled. "${ENGINE}" is PeriodicScheduler used without Nest.`,
+      `CPU time (user + system) per run, runs missed (slots from the start of the 5 s to half an interval before their end that produced no run in them), and heap per job after GC once all are scheduled. "${ENGINE}" is PeriodicScheduler used without Nest.`,
       'scale',
       [
         ['cpuPerRunUs', 'CPU µs per run', 2],

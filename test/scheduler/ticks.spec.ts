@@ -361,6 +361,38 @@ describe('the shared timer (on real timers)', () => {
     expect(armedDeadlines()).toBe(0);
   });
 
+  it('meets many deadlines armed out of order, with shared and distinct waits, in order and never early', async () => {
+    // Waits of 5 to 40 ms in quarter milliseconds: many timers share a wait (rounded to the millisecond) and
+    // arrive out of deadline order within it; some are cancelled, some armed again, before any is due.
+    let seed = 7;
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const start = performance.now();
+    const called: { deadline: number; order: number; at: number }[] = [];
+    const timers = Array.from({ length: 300 }, (_, order) => {
+      const timer: DeadlineTimer = new DeadlineTimer({
+        onDeadline: () => called.push({ deadline: timer.deadline, order, at: performance.now() }),
+      });
+      timer.armAt(start + 5 + Math.floor(random() * 140) / 4);
+      return timer;
+    });
+    const cancelled = timers.filter((_, i) => i % 7 === 0);
+    for (const timer of cancelled) timer.cancel();
+    for (const timer of timers.filter((_, i) => i % 11 === 1 && i % 7 !== 0))
+      timer.armAt(start + 5 + random() * 35);
+    const expected = timers
+      .map((timer, order) => ({ timer, order }))
+      .filter(({ timer }) => !cancelled.includes(timer))
+      .sort((a, b) => a.timer.deadline - b.timer.deadline || a.timer.sequence - b.timer.sequence)
+      .map(({ order }) => order);
+    expect(armedDeadlines()).toBe(expected.length);
+    await new Promise<void>(function wait(resolve) {
+      if (armedDeadlines() === 0 && called.length === expected.length) resolve();
+      else setTimeout(() => wait(resolve), 20);
+    });
+    expect(called.map(({ order }) => order)).toEqual(expected);
+    for (const { deadline, at } of called) expect(at).toBeGreaterThanOrEqual(deadline);
+  });
+
   it('a due timer cancelled or armed again by an earlier callback of the same turn is not called', async () => {
     const { fired, fire, done } = firing(2);
     const start = performance.now();
