@@ -14,6 +14,7 @@ import {
   type PeriodicOptions,
   readOptions,
 } from './scheduler/options.js';
+import { checkCoordinator } from './periodic.registry.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 
 /** What the explorer reads of Nest's `InstanceWrapper`: the same in Nest 11 and 12. */
@@ -180,12 +181,12 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
             this.app,
           );
           this.names.add(built.name);
-          const overridden = built.name in defaults.jobs;
-          const scheduler = new PeriodicScheduler(
-            built,
-            this.app.events,
-            overridden ? `${where} with jobs[${JSON.stringify(built.name)}] of PeriodicModule` : where,
-          );
+          const named =
+            built.name in defaults.jobs
+              ? `${where} with jobs[${JSON.stringify(built.name)}] of PeriodicModule`
+              : where;
+          checkCoordinator(named, built.exclusive, built.coordinator);
+          const scheduler = new PeriodicScheduler(built, this.app.events, named);
           this.lifecycle.tie(scheduler, (ties ??= tiesOf(wrapper)));
           registry.adopt(scheduler, `${where} (in ${module.metatype.name})`);
         }
@@ -246,7 +247,11 @@ function refuseScope(where: string, className: string, wrapper: Wrapper): void {
   );
 }
 
-/** Every decorated method on a prototype chain, by the key it is called with, nearest class first. */
+/**
+ * Every decorated method on a prototype chain, by the key it is called with, nearest class first. Nest's
+ * `MetadataScanner.getAllMethodNames` walks the chain the same way but sees string keys only: a job on a method
+ * named by a symbol would be dropped without a word.
+ */
 function* decoratedMethods(prototype: object): Generator<[string | symbol, unknown]> {
   const keys = new Set<string | symbol>();
   for (let proto: object | null = prototype; proto !== null && proto !== Object.prototype;) {

@@ -15,6 +15,23 @@ import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
 import type { PeriodicJobStatus } from './scheduler/status.js';
 
+/**
+ * Refuses an exclusive job in an application whose module has no coordinator, naming the module's option (the
+ * engine's own check names the scheduler's).
+ */
+export function checkCoordinator(
+  where: string,
+  exclusive: unknown,
+  coordinator: PeriodicCoordinator | undefined,
+): void {
+  if (exclusive !== true || coordinator !== undefined) return;
+  throw new PeriodicConfigError(
+    `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none was given: ` +
+      'pass PeriodicModule.forRoot({ coordinator }), with a RedisCoordinator, a PostgresCoordinator or an ' +
+      'InMemoryCoordinator, or remove "exclusive"',
+  );
+}
+
 interface Entry {
   readonly scheduler: PeriodicScheduler;
   /** Where the job comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`. */
@@ -86,7 +103,8 @@ export class PeriodicRegistry {
     if (this.phase === 'closing') {
       throw new PeriodicConfigError(`${where}: the application is closing; no job can be added any more`);
     }
-    const { mode = this.module.mode } = given as Pick<PeriodicOptions, 'mode'>;
+    const { mode = this.module.mode, exclusive } = given as Pick<PeriodicOptions, 'mode' | 'exclusive'>;
+    checkCoordinator(where, exclusive, this.module.coordinator);
     const scheduler = new PeriodicScheduler(
       // Validated by the engine.
       {

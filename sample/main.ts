@@ -1,6 +1,7 @@
 // A Nest application with a few periodic jobs that show fixed-rate and fixed-delay ticks, a guard, the
 // overlap policies, a timeout and a run that honours its signal. The log says what happens, in the words of
-// the package's logger. Ctrl-C (or SIGTERM) closes the application gracefully: ticking stops, the runs in
+// the package's logger. Ctrl-C (or SIGTERM, to this process or to the `npm start` that started it, which
+// hands it on: the start script execs node) closes the application gracefully: ticking stops, the runs in
 // flight see their signal aborted and end, the store disconnects after them, and the process exits.
 // With REDIS_URL set, it also has an exclusive job: start it in two terminals and one of them runs it; stop
 // that one and the other takes over.

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Periodic, PeriodicRegistry } from '../lib/index.js';
 
-/** Reads the jobs' status as an operator would (the README's "Operating jobs" serves it over HTTP). */
+/** Reads the jobs' status as an operator would (docs/operations.md serves it over HTTP). */
 @Injectable()
 export class Operations {
   private readonly logger = new Logger(Operations.name);

@@ -6,7 +6,7 @@ const GAPS_CHECKED = 16;
 
 /**
  * The wall-clock slots of a cron pattern in a time zone. The parsing and the calendar arithmetic, daylight
- * saving time included, are croner's (README, "Calendar schedules"); this class only asks it for the slot
+ * saving time included, are croner's (docs/calendar.md); this class only asks it for the slot
  * after a given instant. Jobs with the same pattern and zone share one calendar: croner's parsed pattern takes
  * about 80 kB (a table of 10,000 years), and the slot after the one they all just ran is computed once.
  */
@@ -45,7 +45,7 @@ export class Calendar {
     }
     try {
       // A pattern of fixed wall times (no wildcard or step in its seconds, minutes and hours, lists and ranges
-      // allowed) runs each once on DST days, as SPEC 12 wants; croner's default counts only single values.
+      // allowed) runs each once on DST days, as docs/calendar.md says; croner's default counts only single values.
       this.#cron = new Cron(pattern, {
         ...zoneOption(timezone),
         mode: '5-or-6-parts',

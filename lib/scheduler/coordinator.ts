@@ -3,7 +3,7 @@ import { describeValue, messageOf } from './errors.js';
 
 /**
  * The schedule an exclusive job keeps in its coordinator, so that every replica that comes to hold the lease
- * continues it (README, "One schedule for the whole fleet"). Times are wall-clock milliseconds since the epoch.
+ * continues it (docs/replicas.md, "One schedule for the whole fleet"). Times are wall-clock milliseconds since the epoch.
  */
 export interface PeriodicFleetSchedule {
   /** The options the schedule was written under, e.g. `'every 60000 regular'`: a holder with others starts a new grid. */
@@ -19,7 +19,7 @@ export interface PeriodicFleetSchedule {
  * job name, held by one owner at a time) and each job's schedule. Each method is one atomic step in the store.
  * The package ships
  * `InMemoryCoordinator`, `RedisCoordinator` and `PostgresCoordinator`; an application may write its own
- * (the README shows one), and check it with the contract in `test/coordinators/contract.ts`.
+ * (docs/replicas.md shows one), and check it with the contract in `test/coordinators/contract.ts`.
  */
 export interface PeriodicCoordinator {
   /** How long a lease lasts from the moment it is taken or renewed, in integer milliseconds. */

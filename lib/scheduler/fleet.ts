@@ -2,8 +2,8 @@ import type { PeriodicFleetSchedule } from './coordinator.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
 /**
- * The schedule of an exclusive job is the fleet's, kept in its coordinator (README, "One schedule for the whole
- * fleet"). The holder claims each slot in the store before it runs it, so no slot runs twice; a replica that
+ * The schedule of an exclusive job is the fleet's, kept in its coordinator (docs/replicas.md, "One schedule for
+ * the whole fleet"). The holder claims each slot in the store before it runs it, so no slot runs twice; a replica that
  * takes the lease over continues from what the store says.
  */
 

@@ -91,8 +91,8 @@ export class PeriodicScheduler {
       if (options.coordinator === undefined) {
         throw new PeriodicConfigError(
           `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none was ` +
-            'given: pass PeriodicModule.forRoot({ coordinator }), with a RedisCoordinator, a PostgresCoordinator ' +
-            'or an InMemoryCoordinator (or { coordinator } to the scheduler), or remove "exclusive"',
+            'given: pass { coordinator } with the options, a RedisCoordinator, a PostgresCoordinator or an ' +
+            'InMemoryCoordinator, or remove "exclusive"',
         );
       }
       this.lease = new Lease(options.coordinator, this.options.name, this);

@@ -49,6 +49,22 @@ describe('discovery', () => {
     expect(app.registry.get('second-job').options.every).toBe(2000);
   });
 
+  it('finds a method named by a symbol too, which Nest’s MetadataScanner would not list', async () => {
+    const purge = Symbol('purge');
+    @Injectable()
+    class Keyed {
+      runs = 0;
+
+      @Periodic({ every: 1000, name: 'keyed' })
+      [purge](): void {
+        this.runs += 1;
+      }
+    }
+    const app = await createApp({ imports: [manual], providers: [Keyed] });
+    expect(await app.registry.syncTick('keyed')).toMatchObject({ ok: true, reason: 'normal' });
+    expect(app.moduleRef.get(Keyed).runs).toBe(1);
+  });
+
   it('calls the method on the provider instance with the run context', async () => {
     const app = await createApp({ imports: [manual], providers: [Cleanup] });
     await app.registry.syncTick('Cleanup.purge');

@@ -1,4 +1,4 @@
-// The health indicator of nestjs-periodic/terminus (README, "Health and telemetry"), in a real HTTP
+// The health indicator of nestjs-periodic/terminus (docs/health-and-telemetry.md), in a real HTTP
 // application with TerminusModule, requested over HTTP.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Controller, Get, type INestApplication, Injectable, Module } from '@nestjs/common';

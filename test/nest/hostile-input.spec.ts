@@ -550,6 +550,15 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
       'PeriodicRegistry.add("added"): unknown option "coordinator"',
     ],
     [
+      'exclusive in a module without a coordinator',
+      'added',
+      () => undefined,
+      { every: 1000, exclusive: true },
+      'PeriodicRegistry.add("added"): "exclusive" needs a coordinator to share the job\'s lease between ' +
+        'replicas, and none was given: pass PeriodicModule.forRoot({ coordinator }), with a RedisCoordinator, ' +
+        'a PostgresCoordinator or an InMemoryCoordinator, or remove "exclusive"',
+    ],
+    [
       'no options',
       'added',
       () => undefined,

@@ -1,5 +1,5 @@
-// Operating jobs in an application (README, "Operating jobs"): the registry's status, trigger, pause and
-// resume; options from configuration (the module's `jobs`); the README's HTTP recipe.
+// Operating jobs in an application (docs/operations.md): the registry's status, trigger, pause and
+// resume; options from configuration (the module's `jobs`); the HTTP recipe of docs/operations.md.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, jest } from '@jest/globals';
@@ -217,7 +217,7 @@ describe('options from configuration: the module\'s "jobs"', () => {
     );
   });
 
-  it('from ConfigService through forRootAsync, switched off per environment (the README recipe)', async () => {
+  it('from ConfigService through forRootAsync, switched off per environment (the recipe of docs/operations.md)', async () => {
     const env = { PURGE_EVERY_MS: '30000', PURGE_ENABLED: 'false' };
     const app = await createApp({
       imports: [
@@ -242,15 +242,15 @@ describe('options from configuration: the module\'s "jobs"', () => {
   });
 });
 
-describe("the README's HTTP recipe", () => {
+describe('the HTTP recipe of docs/operations.md', () => {
   const createApp = useApps();
   const request = (headers: Record<string, unknown>) =>
     ({ switchToHttp: () => ({ getRequest: () => ({ headers }) }) }) as unknown as ExecutionContext;
 
-  it('is the code of the README', () => {
-    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+  it('is the code of the guide', () => {
+    const guide = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
     const recipe = readFileSync(join(import.meta.dirname, 'fixtures', 'jobs.controller.ts'), 'utf8');
-    expect(readme).toContain('```ts\n' + recipe + '```');
+    expect(guide).toContain('```ts\n' + recipe + '```');
   });
 
   it('shows every status, with error messages; triggers, pauses and resumes jobs by name', async () => {

@@ -1,4 +1,4 @@
-// OpenTelemetry (README, "Health and telemetry"): the real SDK, recording into in-memory exporters, with the
+// OpenTelemetry (docs/health-and-telemetry.md): the real SDK, recording into in-memory exporters, with the
 // AsyncLocalStorage context manager; spans and metrics of runs with `telemetry: true`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { context, metrics, SpanStatusCode, trace } from '@opentelemetry/api';

@@ -20,7 +20,7 @@ class Cleanup {
   }
 }
 
-describe('testing a job, as the README shows it', () => {
+describe('testing a job, as docs/testing.md shows it', () => {
   const createApp = useApps();
 
   it('manual mode: syncTick runs the job once against a fake dependency', async () => {

@@ -48,7 +48,7 @@ function cluster(store: Store): void {
       ([, replica]) => replica === closed,
     );
 
-    // What the lease promises (README, "Running several replicas"): runs start in the order of their fencing
+    // What the lease promises (docs/replicas.md): runs start in the order of their fencing
     // tokens, so no stale holder starts a run once a newer token is in use, and two runs of different replicas
     // that overlap (a holder paused past its margin can still be finishing one) have different tokens, which a
     // resource that remembers the highest token it has seen uses to refuse the stale one. (A holder's own runs

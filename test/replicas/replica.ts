@@ -5,7 +5,7 @@
 // (performance.timeOrigin + performance.now()) and the slot as ctx.scheduledDate gives it; the job is named JOB
 // ('report'). It prints
 // "acquired <token>", "lost" and "missed <count>" as the lease comes and goes and slots are dropped; when closed, it
-// records ["closed", replica, time] once its lease is released. Its connection is closed by the README's
+// records ["closed", replica, time] once its lease is released. Its connection is closed by the docs/replicas.md
 // recipe, which cannot hang on a store that does not answer.
 import { writeSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,7 +45,7 @@ function redisStore(): Store {
   return {
     coordinator: new RedisCoordinator({ client: redis, keyPrefix: KEY_PREFIX, leaseMs: LEASE_MS }),
     record: (list, entry) => redis.rpush(`${KEY_PREFIX}${list}`, JSON.stringify(entry)),
-    // The README's recipe: quit() waits for Redis, which one that is down never answers.
+    // The recipe of docs/replicas.md: quit() waits for Redis, which one that is down never answers.
     close: async () => {
       await Promise.race([redis.quit().catch(() => undefined), sleep(1000)]);
       redis.disconnect();

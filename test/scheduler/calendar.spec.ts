@@ -1,4 +1,4 @@
-// Cron jobs (README, "Calendar schedules") on Jest's fake timers with jest.setSystemTime: the pattern features,
+// Cron jobs (docs/calendar.md) on Jest's fake timers with jest.setSystemTime: the pattern features,
 // daylight saving time in several zones, clocks set forward and back, manual mode, jitter, and invalid input.
 // One test runs on real timers.
 import { afterEach, describe, expect, it, jest } from '@jest/globals';

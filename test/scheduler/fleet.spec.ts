@@ -1,4 +1,4 @@
-// One schedule for the whole fleet (README, "Running several replicas"): replicas of an exclusive job share
+// One schedule for the whole fleet (docs/replicas.md): replicas of an exclusive job share
 // one InMemoryCoordinator on Jest's fake timers, each through a link that can be cut, as a replica that dies
 // without releasing its lease would be. The slots they run are checked against the grid of the first holder.
 import { describe, expect, it, jest } from '@jest/globals';

@@ -1,4 +1,4 @@
-// Operating a job at run time (README, "Operating jobs"): status(), trigger(), pause() and resume(), on
+// Operating a job at run time (docs/operations.md): status(), trigger(), pause() and resume(), on
 // Jest's fake timers, where Date.now() and performance.now() advance together.
 import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';

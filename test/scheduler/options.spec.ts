@@ -21,7 +21,7 @@ const errorOf = (options: Record<string, unknown>, where?: string): PeriodicConf
 };
 
 describe('defaults', () => {
-  it('fills in every default from the SPEC table', () => {
+  it("fills in every default of the README's options table", () => {
     const { options } = build({ every: 1000 });
     expect(options).toEqual({
       name: 'job',
@@ -56,7 +56,7 @@ describe('defaults', () => {
   });
 });
 
-describe('every value the SPEC allows is accepted and kept', () => {
+describe('every value the options table allows is accepted and kept', () => {
   const when = () => true;
   it.each([
     ['every', 1],
@@ -89,7 +89,7 @@ describe('every value the SPEC allows is accepted and kept', () => {
 });
 
 describe('invalid values are refused with a message naming the job, the option, the value and what is accepted', () => {
-  it('reads as the SPEC example', () => {
+  it("reads as the README's example", () => {
     expect(errorOf({ every: -5 }, '@Periodic() on Cleanup.purge').message).toBe(
       '@Periodic() on Cleanup.purge: "every" must be an integer number of milliseconds ≥ 1, got -5',
     );
@@ -186,8 +186,8 @@ describe('exclusive', () => {
   it('exclusive: true without a coordinator is refused, naming the fix', () => {
     expect(errorOf({ every: 10, exclusive: true }, '@Periodic() on Report.send').message).toBe(
       '@Periodic() on Report.send: "exclusive" needs a coordinator to share the job\'s lease between replicas, ' +
-        'and none was given: pass PeriodicModule.forRoot({ coordinator }), with a RedisCoordinator, a ' +
-        'PostgresCoordinator or an InMemoryCoordinator (or { coordinator } to the scheduler), or remove "exclusive"',
+        'and none was given: pass { coordinator } with the options, a RedisCoordinator, a PostgresCoordinator ' +
+        'or an InMemoryCoordinator, or remove "exclusive"',
     );
   });
 });

@@ -1,4 +1,4 @@
-// The tracing channel `nestjs-periodic:run` (README, "Health and telemetry"): what a subscriber sees of runs
+// The tracing channel `nestjs-periodic:run` (docs/health-and-telemetry.md): what a subscriber sees of runs
 // that return, resolve, throw and reject, and an AsyncLocalStorage bound to it inside the run.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { tracingChannel } from 'node:diagnostics_channel';
