@@ -1,7 +1,7 @@
 import type { Calendar } from './calendar.js';
 import { DeadlineTimer, now } from './clock.js';
-import { describeValue, isError, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
-import type { JobExitReason, PeriodicEvent, PeriodicEventSink, PeriodicEventType } from './events.js';
+import { PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
+import { type JobExitReason, JobEvents, type PeriodicEventSink } from './events.js';
 import {
   checkOption,
   type PeriodicSchedulerOptions,
@@ -25,8 +25,6 @@ const WALL_CHECK = 10_000;
 /** How many slots that passed unseen a cron job counts one by one before it looks the latest one up. */
 const CATCH_UP = 1000;
 
-type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
-
 /**
  * One scheduler runs one job: it ticks on a monotonic clock, evaluates the guard, applies the overlap
  * policy, starts runs, stops them on timeout or shutdown, and reports every step as an event. Plain
@@ -41,7 +39,7 @@ export class PeriodicScheduler {
   /** The job's options, validated, with defaults filled in. */
   readonly options: ResolvedPeriodicOptions;
   private readonly job: PeriodicSchedulerOptions['run'];
-  private readonly sink: Sink | undefined;
+  private readonly events: JobEvents;
   private phase: 'idle' | 'ticking' | 'stopped' = 'idle';
   /** Paused: ticks start nothing until `resume()`; the timer keeps the grid. */
   private paused = false;
@@ -98,14 +96,9 @@ export class PeriodicScheduler {
       this.lease = new Lease(options.coordinator, this.options.name, this);
       this.grid = gridOf(this.options);
     }
-    if (events !== undefined && typeof events !== 'function' && typeof events?.emit !== 'function') {
-      throw new PeriodicConfigError(
-        `${where}: the event sink must be a function or an object with emit(event), got ${describeValue(events)}`,
-      );
-    }
     this.name = this.options.name;
     this.job = options.run;
-    this.sink = typeof events === 'function' ? { emit: events } : events;
+    this.events = new JobEvents(this.name, events, where);
   }
 
   /** `'idle'` until `start()`, `'ticking'` (or `'paused'`) until `stop()`, then `'stopped'` for good. */
@@ -285,7 +278,7 @@ export class PeriodicScheduler {
       this.deadline = scheduledAt + every;
       this.slot = slot + every;
       this.timer?.armAt(this.deadline);
-      if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: every });
+      if (this.events.wants('nextTick')) this.events.emit({ type: 'nextTick', name: this.name, in: every });
     }
     this.tickAt(scheduledAt, slot);
   }
@@ -326,7 +319,7 @@ export class PeriodicScheduler {
 
   private missed(count: number): void {
     this.record.missed += count;
-    if (this.listens('missed')) this.emit({ type: 'missed', name: this.name, count });
+    if (this.events.wants('missed')) this.events.emit({ type: 'missed', name: this.name, count });
   }
 
   /**
@@ -360,8 +353,8 @@ export class PeriodicScheduler {
   private async manualTick(waiter: Run['waiter']): Promise<Run | undefined> {
     if (this.calendar !== undefined) {
       this.armSlot(this.calendar.next(Date.now()));
-    } else if (this.options.delayMode === 'regular' && this.listens('nextTick')) {
-      this.emit({ type: 'nextTick', name: this.name, in: this.options.every });
+    } else if (this.options.delayMode === 'regular' && this.events.wants('nextTick')) {
+      this.events.emit({ type: 'nextTick', name: this.name, in: this.options.every });
     }
     return this.handleTick(now(), Date.now(), waiter);
   }
@@ -380,10 +373,10 @@ export class PeriodicScheduler {
     if (this.phase !== 'ticking') return undefined;
     const { lease } = this;
     // Without the lease, or paused, a tick starts nothing: no guard, no event.
-    if (lease?.held === false || this.paused) return this.noRun(triggered);
+    if (lease?.held === false || this.paused) return this.endTickWithoutRun(triggered);
     if (this.pending) {
       this.missed(1);
-      return this.noRun(triggered);
+      return this.endTickWithoutRun(triggered);
     }
     if (lease === undefined || this.options.mode === 'manual' || triggered)
       return this.passGuard(scheduledAt, slot, waiter, triggered);
@@ -394,7 +387,7 @@ export class PeriodicScheduler {
     const tick = lease.writeSchedule({ grid, last: slot, next }).then((claimed) => {
       this.pending = false;
       // Paused meanwhile: the slot was claimed, and is dropped as any tick of a paused job.
-      if (!claimed || !lease.held || this.paused) return this.noRun();
+      if (!claimed || !lease.held || this.paused) return this.endTickWithoutRun();
       if (next === 0) this.claimed = slot;
       return this.passGuard(scheduledAt, slot, waiter);
     });
@@ -420,7 +413,9 @@ export class PeriodicScheduler {
     try {
       verdict = guard();
       if (!isThenable(verdict)) {
-        return verdict ? this.startRun(scheduledAt, slot, waiter, triggered) : this.noRun(triggered);
+        return verdict
+          ? this.startRun(scheduledAt, slot, waiter, triggered)
+          : this.endTickWithoutRun(triggered);
       }
     } catch (error) {
       return this.guardFailed(error, triggered);
@@ -432,7 +427,7 @@ export class PeriodicScheduler {
         // The lease may have been lost, or the job paused, while the guard was pending.
         return passed && this.lease?.held !== false && !this.paused
           ? this.startRun(scheduledAt, slot, waiter, triggered)
-          : this.noRun(triggered);
+          : this.endTickWithoutRun(triggered);
       },
       (error: unknown) => {
         this.pending = false;
@@ -452,18 +447,18 @@ export class PeriodicScheduler {
     if (this.runs.length > 0 && this.options.onOverlap !== 'run') {
       if (this.options.onOverlap === 'ignore') {
         this.record.skipped++;
-        if (this.listens('skipped')) {
+        if (this.events.wants('skipped')) {
           const [stillRunning] = this.runs;
-          this.emit({ type: 'skipped', name: this.name, stillRunning: stillRunning.jobId });
+          this.events.emit({ type: 'skipped', name: this.name, stillRunning: stillRunning.jobId });
         }
-        return this.noRun(triggered);
+        return this.endTickWithoutRun(triggered);
       }
       for (const previous of this.runs.slice()) {
         // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
         if (!previous.triggered) triggered = false;
         previous.stop('stopPrevious');
-        if (this.listens('stoppedPrevious')) {
-          this.emit({ type: 'stoppedPrevious', name: this.name, jobId: previous.jobId });
+        if (this.events.wants('stoppedPrevious')) {
+          this.events.emit({ type: 'stoppedPrevious', name: this.name, jobId: previous.jobId });
         }
       }
       // An abort listener of the stopped run may have stopped this scheduler.
@@ -474,9 +469,9 @@ export class PeriodicScheduler {
     run.triggered = triggered;
     this.runs.push(run);
     this.record.runStarted(run.context.startedAt);
-    if (this.listens('started')) {
+    if (this.events.wants('started')) {
       const { jobId, startedAt } = run.context;
-      this.emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
+      this.events.emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
     }
     run.launch(this.job);
     return run;
@@ -486,12 +481,12 @@ export class PeriodicScheduler {
     // A guard that fails after its job stopped (a close, a removal) reports nothing.
     if (this.phase !== 'ticking') return undefined;
     this.record.guardFailed++;
-    if (this.listens('guardFailed')) this.emit({ type: 'guardFailed', name: this.name, error });
-    return this.noRun(triggered);
+    if (this.events.wants('guardFailed')) this.events.emit({ type: 'guardFailed', name: this.name, error });
+    return this.endTickWithoutRun(triggered);
   }
 
   /** A tick that starts no run: in shifted mode the next tick comes `every` ms after it, unless it was triggered. */
-  private noRun(triggered = false): undefined {
+  private endTickWithoutRun(triggered = false): undefined {
     if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !triggered) {
       this.armNext(this.options.every);
     }
@@ -510,33 +505,16 @@ export class PeriodicScheduler {
     if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !run.replaced && !run.triggered) {
       this.armNext(this.options.every);
     }
-    const listening = this.listens('finished', reason);
+    const listening = this.events.wants('finished', reason);
     if (listening || run.waiter !== undefined) {
       const outcome: RunOutcome = failed ? { reason, error, durationMs } : { reason, durationMs };
-      if (listening) this.emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
+      if (listening) this.events.emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
       run.waiter?.(outcome);
     }
     if (this.runs.length === 0) this.drained?.();
   }
 
-  /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
-  leaseAcquired(fencingToken: number, stored: PeriodicFleetSchedule | null): void {
-    if (this.listens('leaseAcquired')) this.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
-    if (this.options.mode !== 'auto' || this.phase !== 'ticking') return;
-    const wallNow = Date.now();
-    const next = fleetNext(stored, this.grid, (last) => this.slotAfter(last), wallNow);
-    if (next === undefined) {
-      // Nothing ran anywhere yet: this replica's grid becomes the fleet's, so a restart does not begin it anew.
-      void this.lease?.writeSchedule({ grid: this.grid, last: 0, next: this.slot });
-      return;
-    }
-    this.aim(next, wallNow);
-    // A slot that has passed is ticked at once, and reports its own next tick.
-    if (next > wallNow && this.listens('nextTick')) {
-      const cron = this.calendar === undefined ? {} : { at: next };
-      this.emit({ type: 'nextTick', name: this.name, in: next - wallNow, ...cron });
-    }
-  }
+  // ---- Arming the next tick ----
 
   /** The slot after `slot` on the job's grid, or its calendar's; 0 if the calendar has none. */
   private slotAfter(slot: number): number {
@@ -560,14 +538,8 @@ export class PeriodicScheduler {
     if (slot === null) return;
     const wallNow = Date.now();
     if (this.options.mode === 'auto') this.aim(slot, wallNow);
-    if (this.listens('nextTick'))
-      this.emit({ type: 'nextTick', name: this.name, in: slot - wallNow, at: slot });
-  }
-
-  /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
-  leaseLost(reason: string): void {
-    if (this.listens('leaseLost')) this.emit({ type: 'leaseLost', name: this.name, reason });
-    for (const run of this.runs.slice()) run.stop('leaseLost');
+    if (this.events.wants('nextTick'))
+      this.events.emit({ type: 'nextTick', name: this.name, in: slot - wallNow, at: slot });
   }
 
   /** Arms the next tick `delay` ms from now (first tick, shifted mode); manual mode only reports it. */
@@ -582,7 +554,35 @@ export class PeriodicScheduler {
         this.claimed = 0;
       }
     }
-    if (this.listens('nextTick')) this.emit({ type: 'nextTick', name: this.name, in: delay });
+    if (this.events.wants('nextTick')) this.events.emit({ type: 'nextTick', name: this.name, in: delay });
+  }
+
+  // ---- The lease of an exclusive job ----
+
+  /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
+  leaseAcquired(fencingToken: number, stored: PeriodicFleetSchedule | null): void {
+    if (this.events.wants('leaseAcquired'))
+      this.events.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
+    if (this.options.mode !== 'auto' || this.phase !== 'ticking') return;
+    const wallNow = Date.now();
+    const next = fleetNext(stored, this.grid, (last) => this.slotAfter(last), wallNow);
+    if (next === undefined) {
+      // Nothing ran anywhere yet: this replica's grid becomes the fleet's, so a restart does not begin it anew.
+      void this.lease?.writeSchedule({ grid: this.grid, last: 0, next: this.slot });
+      return;
+    }
+    this.aim(next, wallNow);
+    // A slot that has passed is ticked at once, and reports its own next tick.
+    if (next > wallNow && this.events.wants('nextTick')) {
+      const cron = this.calendar === undefined ? {} : { at: next };
+      this.events.emit({ type: 'nextTick', name: this.name, in: next - wallNow, ...cron });
+    }
+  }
+
+  /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
+  leaseLost(reason: string): void {
+    if (this.events.wants('leaseLost')) this.events.emit({ type: 'leaseLost', name: this.name, reason });
+    for (const run of this.runs.slice()) run.stop('leaseLost');
   }
 
   // ---- Plumbing ----
@@ -613,32 +613,5 @@ export class PeriodicScheduler {
   private waiting(): void {
     this.pending = true;
     this.pendingSince = now();
-  }
-
-  private listens(type: PeriodicEventType, reason?: JobExitReason): boolean {
-    const sink = this.sink;
-    if (sink?.wants === undefined) return sink !== undefined;
-    try {
-      return sink.wants(type, reason);
-    } catch (error) {
-      this.sinkFailed(type, error);
-      return false;
-    }
-  }
-
-  /** Delivers an event; a sink that throws is reported as a process warning and changes nothing else. */
-  private emit(event: PeriodicEvent): void {
-    try {
-      this.sink?.emit(event);
-    } catch (error) {
-      this.sinkFailed(event.type, error);
-    }
-  }
-
-  private sinkFailed(type: PeriodicEventType, error: unknown): void {
-    const detail = isError(error) ? (error.stack ?? error.message) : describeValue(error);
-    process.emitWarning(`the event sink of job "${this.name}" threw on "${type}": ${detail}`, {
-      code: 'PERIODIC_EVENT_SINK',
-    });
   }
 }
