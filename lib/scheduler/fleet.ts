@@ -1,14 +1,77 @@
 import type { PeriodicFleetSchedule } from './coordinator.js';
+import type { Lease } from './lease.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
 /**
  * The schedule of an exclusive job is the fleet's, kept in its coordinator (docs/replicas.md, "One schedule for
- * the whole fleet"). The holder claims each slot in the store before it runs it, so no slot runs twice; a replica that
- * takes the lease over continues from what the store says.
+ * the whole fleet"). The holder claims each slot in the store before it runs it, so no slot runs twice; a replica
+ * that takes the lease over continues from what the store says. This is one replica's part in it.
  */
+export class FleetSlots {
+  /** The options that make the job's grid, as the store keeps them. */
+  private readonly grid: string;
+  /** Shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
+  private claimed = 0;
+  /** The last claim of a slot, until its run has started or the slot has been given back. */
+  private claiming: Promise<unknown> | undefined;
+
+  /** @param after the slot after a time on the job's own grid or calendar; 0 if the calendar has none. */
+  constructor(
+    private readonly lease: Lease,
+    private readonly options: ResolvedPeriodicOptions,
+    private readonly after: (slot: number) => number,
+  ) {
+    this.grid = gridOf(options);
+  }
+
+  /**
+   * Claims `slot` in the store, then calls `then` with whether this replica holds it. A replica that began to
+   * close (`closing`) while it claimed the slot runs nothing: it gives the slot back to the fleet, due now,
+   * before it releases the lease, and the next holder runs it.
+   */
+  claim<T>(slot: number, then: (held: boolean) => T | Promise<T>, closing: () => boolean): Promise<T> {
+    const { grid, lease } = this;
+    const next = this.options.delayMode === 'regular' ? this.after(slot) : 0;
+    const tick = lease
+      .writeSchedule({ grid, last: slot, next })
+      .then((claimed) => then(claimed && lease.held));
+    this.claiming = tick.then((run) => {
+      if (run === undefined && closing()) return lease.writeSchedule({ grid, last: slot, next: slot });
+    });
+    return tick;
+  }
+
+  /** The claimed slot is this replica's to run; in shifted mode, its end sets the fleet's next tick. */
+  hold(slot: number): void {
+    if (this.options.delayMode === 'shifted') this.claimed = slot;
+  }
+
+  /** Shifted mode: the run of the slot held has ended, and the fleet's next tick is due at `next`. */
+  ranUntil(next: number): void {
+    if (this.claimed === 0) return;
+    void this.lease.writeSchedule({ grid: this.grid, last: this.claimed, next });
+    this.claimed = 0;
+  }
+
+  /**
+   * This replica just took the lease over: the wall-clock time of its next tick, or undefined when nothing ran
+   * yet under any options: then its own grid, next due at `slot`, becomes the fleet's, so that a restart does
+   * not begin it anew.
+   */
+  takeOver(stored: PeriodicFleetSchedule | null, slot: number, wallNow: number): number | undefined {
+    const next = fleetNext(stored, this.grid, this.after, wallNow);
+    if (next === undefined) void this.lease.writeSchedule({ grid: this.grid, last: 0, next: slot });
+    return next;
+  }
+
+  /** Gives the lease up once the last claim has settled. */
+  release(): Promise<void> {
+    return this.lease.release(this.claiming);
+  }
+}
 
 /** The options that make a job's grid, as the store keeps them: a holder with other options starts a new grid. */
-export function gridOf({ every, delayMode, cron, timezone }: ResolvedPeriodicOptions): string {
+function gridOf({ every, delayMode, cron, timezone }: ResolvedPeriodicOptions): string {
   return cron === undefined ? `every ${every} ${delayMode}` : `cron ${cron} ${timezone}`;
 }
 
@@ -18,7 +81,7 @@ export function gridOf({ every, delayMode, cron, timezone }: ResolvedPeriodicOpt
  * ran yet under any options (the replica keeps its own grid, which then becomes the fleet's). Slots that
  * passed meanwhile are the tick's to count: one run, and a `missed` event, as after a stall.
  */
-export function fleetNext(
+function fleetNext(
   stored: PeriodicFleetSchedule | null,
   grid: string,
   after: (slot: number) => number,

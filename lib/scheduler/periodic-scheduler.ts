@@ -1,29 +1,14 @@
-import type { Calendar } from './calendar.js';
 import { DeadlineTimer, now } from './clock.js';
-import { PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
+import { PeriodicConfigError } from './errors.js';
 import { type JobExitReason, JobEvents, type PeriodicEventSink } from './events.js';
-import {
-  checkOption,
-  type PeriodicSchedulerOptions,
-  readOptions,
-  resolveOptions,
-  type ResolvedPeriodicOptions,
-} from './options.js';
+import { type PeriodicSchedulerOptions, resolveOptions, type ResolvedPeriodicOptions } from './options.js';
 import type { PeriodicFleetSchedule } from './coordinator.js';
-import { fleetNext, gridOf } from './fleet.js';
+import { FleetSlots } from './fleet.js';
 import { Lease } from './lease.js';
+import { runToEnd, syncTickTimeout } from './sync-tick.js';
+import { TickTimer } from './tick-timer.js';
 import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
 import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
-
-/** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
-const SYNC_TICK_TIMEOUT = 4000;
-/**
- * A cron job waiting for a slot looks at the wall clock at least this often (ms), so that it notices a clock set
- * forward or a machine that slept: the monotonic clock its timer runs on does neither.
- */
-const WALL_CHECK = 10_000;
-/** How many slots that passed unseen a cron job counts one by one before it looks the latest one up. */
-const CATCH_UP = 1000;
 
 /**
  * One scheduler runs one job: it ticks on a monotonic clock, evaluates the guard, applies the overlap
@@ -48,11 +33,8 @@ export class PeriodicScheduler {
   /** The runs being tracked, in start order: an array, lighter than a Set for the one or two a job has. */
   private readonly runs: Run[] = [];
   private lastJobId = 0;
-  /** Auto mode: the deadline the tick timer aims at, on the `now()` timeline. */
-  private deadline = 0;
-  /** Auto mode: the same deadline on the wall clock (`Date.now()`), the slot it names to the fleet. */
-  private slot = 0;
-  private timer: DeadlineTimer | undefined;
+  /** When the job's ticks come. */
+  private readonly ticks: TickTimer;
   /**
    * A tick is waiting for its jitter, for its slot to be claimed or for its guard: a tick that comes meanwhile is
    * missed. `pendingSince` is when it began to wait, on the `now()` timeline.
@@ -61,19 +43,13 @@ export class PeriodicScheduler {
   private pendingSince = 0;
   private stopped: Promise<void> | undefined;
   private drained: (() => void) | undefined;
-  /** Cron jobs: their slots. */
-  private readonly calendar: Calendar | undefined;
   /** Jitter: the wait of a tick before it is handled, and the tick (its deadline and slot) while it waits. */
   private jitterTimer: DeadlineTimer | undefined;
   private jittered: { scheduledAt: number; slot: number } | undefined;
   /** Exclusive jobs: the lease this replica must hold to start a run. */
   private readonly lease: Lease | undefined;
-  /** Exclusive jobs: the grid as the store keeps it. */
-  private readonly grid: string = '';
-  /** Exclusive jobs, shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
-  private claimed = 0;
-  /** Exclusive jobs: the last claim of a slot, until its run has started or the slot has been given back. */
-  private claiming: Promise<unknown> | undefined;
+  /** Exclusive jobs: this replica's part in the fleet's schedule. */
+  private readonly fleet: FleetSlots | undefined;
 
   /**
    * @param options the job's options with its `name` and the `run` function; invalid ones throw a
@@ -84,7 +60,8 @@ export class PeriodicScheduler {
   constructor(options: PeriodicSchedulerOptions, events?: PeriodicEventSink, where?: string) {
     const name: unknown = options?.name;
     where ??= `job ${typeof name === 'string' && name !== '' ? JSON.stringify(name) : '(unnamed)'}`;
-    ({ options: this.options, calendar: this.calendar } = resolveOptions(options, where));
+    const { options: resolved, calendar } = resolveOptions(options, where);
+    this.options = resolved;
     if (this.options.exclusive) {
       if (options.coordinator === undefined) {
         throw new PeriodicConfigError(
@@ -94,11 +71,12 @@ export class PeriodicScheduler {
         );
       }
       this.lease = new Lease(options.coordinator, this.options.name, this);
-      this.grid = gridOf(this.options);
+      this.fleet = new FleetSlots(this.lease, this.options, (slot) => this.ticks.slotAfter(slot));
     }
     this.name = this.options.name;
     this.job = options.run;
     this.events = new JobEvents(this.name, events, where);
+    this.ticks = new TickTimer(this.options, calendar, this.events, this);
   }
 
   /** `'idle'` until `start()`, `'ticking'` (or `'paused'`) until `stop()`, then `'stopped'` for good. */
@@ -121,8 +99,7 @@ export class PeriodicScheduler {
     }
     this.phase = 'ticking';
     this.lease?.start();
-    if (this.calendar === undefined) this.armNext(this.options.initialDelay);
-    else this.armSlot(this.calendar.next(Date.now()));
+    this.ticks.start();
   }
 
   /**
@@ -140,8 +117,8 @@ export class PeriodicScheduler {
         drained = new Promise((resolve) => (this.drained = resolve));
         for (const run of this.runs.slice()) run.stop('shutdown');
       }
-      const { lease } = this;
-      this.stopped = lease === undefined ? drained : drained.then(() => lease.release(this.claiming));
+      const { fleet } = this;
+      this.stopped = fleet === undefined ? drained : drained.then(() => fleet.release());
     }
     return this.stopped;
   }
@@ -153,7 +130,7 @@ export class PeriodicScheduler {
   halt(): void {
     if (this.phase === 'stopped') return;
     this.phase = 'stopped';
-    this.timer?.cancel();
+    this.ticks.cancel();
     this.jitterTimer?.cancel();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
     this.lease?.retire();
@@ -191,7 +168,7 @@ export class PeriodicScheduler {
     if (!this.paused) return;
     this.paused = false;
     // A shifted job with a run in flight arms its next tick when that run ends.
-    if (this.options.delayMode === 'shifted' && this.timer?.armed === true) this.armNext(this.options.every);
+    if (this.options.delayMode === 'shifted' && this.ticks.armed) this.armNext(this.options.every);
   }
 
   /**
@@ -199,29 +176,23 @@ export class PeriodicScheduler {
    * timer died, or has waited that long for its guard. A shifted job with a run in flight is not due.
    */
   get overdue(): boolean {
-    if (this.state !== 'ticking' || this.options.mode !== 'auto') return false;
-    let interval = this.options.every;
-    if (this.calendar !== undefined) {
-      const next = this.calendar.next(this.slot);
-      if (next === null) return false;
-      interval = next - this.slot;
-    }
+    const { interval } = this.ticks;
+    if (this.state !== 'ticking' || this.options.mode !== 'auto' || interval === undefined) return false;
     // A tick stuck on its guard (or its claim): the ticks after it come, and are all missed.
     if (this.pending && now() - this.pendingSince > 2 * interval) return true;
-    if (this.calendar !== undefined) return Date.now() - this.slot > 2 * interval;
     if (this.options.delayMode === 'shifted' && this.runs.length > 0) return false;
-    return now() - this.deadline > 2 * interval;
+    return this.ticks.lateness > 2 * interval;
   }
 
   /** What the job is doing, and what it did last. */
   status(): PeriodicJobStatus {
-    const ticking = this.state === 'ticking' && this.timer?.armed === true;
+    const ticking = this.state === 'ticking' && this.ticks.armed;
     return statusOf(
       {
         options: this.options,
         state: this.state,
         running: this.runs.length,
-        nextSlot: ticking ? this.slot : 0,
+        nextSlot: ticking ? this.ticks.slot : 0,
         lease: this.lease,
       },
       this.recorded,
@@ -230,88 +201,21 @@ export class PeriodicScheduler {
 
   /**
    * Manual mode: performs one tick and resolves when the run it started has ended. Rejects with a
-   * {@link PeriodicTimeoutError} when `timeout` ms pass first; the run goes on.
+   * `PeriodicTimeoutError` when `timeout` ms pass first; the run goes on.
    */
   async syncTick(options: { timeout?: number } = {}): Promise<SyncTickResult> {
-    const where = `syncTick() of job "${this.name}"`;
-    const given = readOptions(where, options, ['timeout'], '{ timeout: 10_000 }');
-    const timeout = (given.timeout ?? SYNC_TICK_TIMEOUT) as number;
-    checkOption(where, 'timeout', timeout);
+    const timeout = syncTickTimeout(this.name, options);
     if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
-    const refusal = this.refuseTick();
-    if (refusal !== undefined) return refusal;
-    return new Promise((resolve, reject) => {
-      let run: Run | undefined;
-      const timer = new DeadlineTimer({ onDeadline: () => reject(this.syncTickTimedOut(timeout, run)) });
-      if (timeout !== Infinity) timer.armAt(now() + timeout);
-      const waiter = (outcome: RunOutcome) => {
-        timer.cancel();
-        resolve({ ok: true, ...outcome });
-      };
-      this.manualTick(waiter).then((started) => {
-        run = started;
-        if (started === undefined) {
-          timer.cancel();
-          resolve({ ok: false, error: 'jobNotStarted' });
-        }
-      }, reject);
-    });
+    return this.refuseTick() ?? runToEnd(this.name, timeout, (waiter) => this.manualTick(waiter));
   }
 
   // ---- One tick ----
 
-  /** @internal Auto mode: the tick timer reached its deadline. */
-  onDeadline(): void {
-    if (this.calendar !== undefined) return this.onSlot(this.calendar);
-    let scheduledAt = this.deadline;
-    let { slot } = this;
-    if (this.options.delayMode === 'regular') {
-      // Missed slots are dropped, not replayed: run once for the latest slot that has passed.
-      const { every } = this.options;
-      const missed = Math.floor((now() - scheduledAt) / every);
-      if (missed > 0) {
-        scheduledAt += missed * every;
-        slot += missed * every;
-        if (!this.reportMissed(missed)) return;
-      }
-      // The next deadline comes from this one, not from the clock, so the grid never drifts.
-      this.deadline = scheduledAt + every;
-      this.slot = slot + every;
-      this.timer?.armAt(this.deadline);
-      if (this.events.wants('nextTick')) this.events.emit({ type: 'nextTick', name: this.name, in: every });
-    }
-    this.tickAt(scheduledAt, slot);
-  }
-
-  /** A cron job's timer fired: the slot has come by the wall clock, or the timer is armed again. */
-  private onSlot(calendar: Calendar): void {
-    const wallNow = Date.now();
-    // Early by the wall clock (it was set back, or runs slower than the monotonic one): wait for the rest.
-    if (wallNow < this.slot) return this.aim(this.slot, wallNow);
-    // Slots that passed meanwhile (the machine slept, the clock was set forward) are dropped: one run, for
-    // the latest. A clock set back cannot repeat one: each slot is sought after the last one.
-    let slot = this.slot;
-    let missed = 0;
-    let next = calendar.next(slot);
-    while (next !== null && next <= wallNow) {
-      if (++missed > CATCH_UP) {
-        // Counted one by one up to here; past this, the count is a lower bound, the latest slot exact.
-        slot = calendar.latest(wallNow);
-        next = calendar.next(slot);
-        break;
-      }
-      [slot, next] = [next, calendar.next(next)];
-    }
-    if (missed > 0 && !this.reportMissed(missed)) return;
-    this.armSlot(next);
-    this.tickAt(now() - (wallNow - slot), slot);
-  }
-
   /**
-   * Reports the slots a late tick dropped; a replica without the lease reports nothing of the job but its next
-   * tick. Returns false when a listener stopped the scheduler (or removed the job): then nothing is armed again.
+   * @internal Reports the slots a late tick dropped; a replica without the lease reports nothing of the job but
+   * its next tick. Returns false when a listener stopped the scheduler (or removed the job).
    */
-  private reportMissed(count: number): boolean {
+  slotsDropped(count: number): boolean {
     // A paused job drops its ticks on purpose.
     if (this.lease?.held !== false && !this.paused) this.missed(count);
     return this.phase === 'ticking';
@@ -323,10 +227,10 @@ export class PeriodicScheduler {
   }
 
   /**
-   * Handles a timer tick, after a random delay under `jitter` past its slot if there is one (at once if the
-   * tick comes that late).
+   * @internal Handles a timer tick, after a random delay under `jitter` past its slot if there is one (at once
+   * if the tick comes that late).
    */
-  private tickAt(scheduledAt: number, slot: number): void {
+  tickDue(scheduledAt: number, slot: number): void {
     const { jitter } = this.options;
     // A replica without the lease has nothing to delay.
     if (jitter === 0 || this.lease?.held === false) {
@@ -351,11 +255,7 @@ export class PeriodicScheduler {
 
   /** Manual mode: a tick asked for by `tick` or `syncTick`. */
   private async manualTick(waiter: Run['waiter']): Promise<Run | undefined> {
-    if (this.calendar !== undefined) {
-      this.armSlot(this.calendar.next(Date.now()));
-    } else if (this.options.delayMode === 'regular' && this.events.wants('nextTick')) {
-      this.events.emit({ type: 'nextTick', name: this.name, in: this.options.every });
-    }
+    this.ticks.manualTick();
     return this.handleTick(now(), Date.now(), waiter);
   }
 
@@ -382,23 +282,18 @@ export class PeriodicScheduler {
       return this.passGuard(scheduledAt, slot, waiter, triggered);
     // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
     this.waiting();
-    const { grid } = this;
-    const next = this.options.delayMode === 'regular' ? this.slotAfter(slot) : 0;
-    const tick = lease.writeSchedule({ grid, last: slot, next }).then((claimed) => {
-      this.pending = false;
-      // Paused meanwhile: the slot was claimed, and is dropped as any tick of a paused job.
-      if (!claimed || !lease.held || this.paused) return this.endTickWithoutRun();
-      if (next === 0) this.claimed = slot;
-      return this.passGuard(scheduledAt, slot, waiter);
-    });
-    // A replica that began to close while it claimed the slot runs nothing: it gives the slot back to the
-    // fleet (due now) before it releases the lease, and the next holder runs it.
-    this.claiming = tick.then((run) => {
-      if (run === undefined && this.phase === 'stopped') {
-        return lease.writeSchedule({ grid, last: slot, next: slot });
-      }
-    });
-    return tick;
+    const fleet = this.fleet!;
+    return fleet.claim(
+      slot,
+      (held) => {
+        this.pending = false;
+        // Paused meanwhile: the slot was claimed, and is dropped as any tick of a paused job.
+        if (!held || this.paused) return this.endTickWithoutRun();
+        fleet.hold(slot);
+        return this.passGuard(scheduledAt, slot, waiter);
+      },
+      () => this.phase === 'stopped',
+    );
   }
 
   private passGuard(
@@ -514,47 +409,9 @@ export class PeriodicScheduler {
     if (this.runs.length === 0) this.drained?.();
   }
 
-  // ---- Arming the next tick ----
-
-  /** The slot after `slot` on the job's grid, or its calendar's; 0 if the calendar has none. */
-  private slotAfter(slot: number): number {
-    return this.calendar === undefined ? slot + this.options.every : (this.calendar.next(slot) ?? 0);
-  }
-
-  /**
-   * Auto mode: aims the timer at `slot` (wall-clock ms) from `wallNow`. A cron job's timer looks at the wall
-   * clock again at least every {@link WALL_CHECK} ms.
-   */
-  private aim(slot: number, wallNow: number): void {
-    this.slot = slot;
-    this.deadline = now() + (slot - wallNow);
-    const check = this.calendar === undefined ? Infinity : now() + WALL_CHECK;
-    (this.timer ??= new DeadlineTimer(this)).armAt(Math.min(this.deadline, check));
-  }
-
-  /** A cron job's next slot: armed in auto mode, reported with `nextTick` in both modes. */
-  private armSlot(slot: number | null): void {
-    // A pattern without a next slot (croner looks up to the year 3000) ticks no more.
-    if (slot === null) return;
-    const wallNow = Date.now();
-    if (this.options.mode === 'auto') this.aim(slot, wallNow);
-    if (this.events.wants('nextTick'))
-      this.events.emit({ type: 'nextTick', name: this.name, in: slot - wallNow, at: slot });
-  }
-
-  /** Arms the next tick `delay` ms from now (first tick, shifted mode); manual mode only reports it. */
+  /** Arms the next tick `delay` ms from now (the first tick, shifted mode); manual mode only reports it. */
   private armNext(delay: number): void {
-    if (this.options.mode === 'auto') {
-      this.deadline = now() + delay;
-      this.slot = Date.now() + delay;
-      (this.timer ??= new DeadlineTimer(this)).armAt(this.deadline);
-      if (this.claimed !== 0) {
-        // Shifted mode: the fleet's next tick is due `every` after the end of its last run, wherever it ran.
-        void this.lease?.writeSchedule({ grid: this.grid, last: this.claimed, next: this.slot });
-        this.claimed = 0;
-      }
-    }
-    if (this.events.wants('nextTick')) this.events.emit({ type: 'nextTick', name: this.name, in: delay });
+    this.ticks.armNext(delay, this.fleet);
   }
 
   // ---- The lease of an exclusive job ----
@@ -564,19 +421,8 @@ export class PeriodicScheduler {
     if (this.events.wants('leaseAcquired'))
       this.events.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
     if (this.options.mode !== 'auto' || this.phase !== 'ticking') return;
-    const wallNow = Date.now();
-    const next = fleetNext(stored, this.grid, (last) => this.slotAfter(last), wallNow);
-    if (next === undefined) {
-      // Nothing ran anywhere yet: this replica's grid becomes the fleet's, so a restart does not begin it anew.
-      void this.lease?.writeSchedule({ grid: this.grid, last: 0, next: this.slot });
-      return;
-    }
-    this.aim(next, wallNow);
-    // A slot that has passed is ticked at once, and reports its own next tick.
-    if (next > wallNow && this.events.wants('nextTick')) {
-      const cron = this.calendar === undefined ? {} : { at: next };
-      this.events.emit({ type: 'nextTick', name: this.name, in: next - wallNow, ...cron });
-    }
+    const next = this.fleet!.takeOver(stored, this.ticks.slot, Date.now());
+    if (next !== undefined) this.ticks.continueAt(next);
   }
 
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
@@ -598,16 +444,6 @@ export class PeriodicScheduler {
   /** What the job did, made when it first has something to count. */
   private get record(): JobRecord {
     return (this.recorded ??= new JobRecord());
-  }
-
-  private syncTickTimedOut(timeout: number, run: Run | undefined): PeriodicTimeoutError {
-    const what =
-      run === undefined
-        ? 'its guard is still pending. Make the guard settle sooner'
-        : `run #${run.jobId} is still running and goes on. Make the run settle sooner (does it honour ctx.signal?)`;
-    return new PeriodicTimeoutError(
-      `syncTick() of job "${this.name}" gave up after ${timeout}ms: ${what} or pass a larger { timeout }.`,
-    );
   }
 
   private waiting(): void {
