@@ -16,8 +16,8 @@ import {
   type ResolvedModuleOptions,
 } from './periodic.options.js';
 import { PeriodicRegistry } from './periodic.registry.js';
-import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
-import { readOptions } from './scheduler/options.js';
+import { PeriodicConfigError } from './scheduler/errors.js';
+import { checkedOptions, type OptionRule } from './scheduler/options.js';
 
 /** Options of `PeriodicModule.forRootAsync()`: a factory of {@link PeriodicModuleOptions} and what it needs. */
 export interface PeriodicModuleAsyncOptions {
@@ -28,6 +28,16 @@ export interface PeriodicModuleAsyncOptions {
   /** Builds the module's options, possibly asynchronously. */
   useFactory: (...args: never[]) => PeriodicModuleOptions | Promise<PeriodicModuleOptions>;
 }
+
+const ASYNC_RULES = {
+  imports: { accepts: Array.isArray, expected: 'an array' },
+  inject: { accepts: Array.isArray, expected: 'an array' },
+  useFactory: {
+    accepts: (value) => typeof value === 'function',
+    expected: "a function that returns the module's options",
+    required: true,
+  },
+} satisfies Record<keyof PeriodicModuleAsyncOptions, OptionRule>;
 
 /**
  * Runs every `@Periodic()` method of the application. Global: import it once, in the root module. Importing
@@ -44,27 +54,13 @@ export class PeriodicModule {
   /** The module with options built by a factory, which may inject providers of the modules in `imports`. */
   static forRootAsync(options: PeriodicModuleAsyncOptions): DynamicModule {
     const where = 'PeriodicModule.forRootAsync()';
-    const given = readOptions(
+    const given = checkedOptions(
       where,
       options,
-      ['imports', 'inject', 'useFactory'],
+      ASYNC_RULES,
       '{ imports: [ConfigModule], inject: [ConfigService], useFactory: (config) => ({ ... }) }',
-    ) as Partial<PeriodicModuleAsyncOptions>;
+    ) as unknown as PeriodicModuleAsyncOptions;
     const { imports = [], inject = [], useFactory } = given;
-    if (typeof useFactory !== 'function') {
-      throw new PeriodicConfigError(
-        `${where}: "useFactory" must be a function that returns the module's options, got ` +
-          describeValue(useFactory),
-      );
-    }
-    for (const [key, value] of [
-      ['imports', imports],
-      ['inject', inject],
-    ] as const) {
-      if (!Array.isArray(value)) {
-        throw new PeriodicConfigError(`${where}: "${key}" must be an array, got ${describeValue(value)}`);
-      }
-    }
     return definition(imports, {
       provide: PERIODIC_MODULE_OPTIONS,
       inject,

@@ -12,12 +12,14 @@ import {
 import { PeriodicRegistry } from './periodic.registry.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
 import {
-  checkOption,
+  checkedOptions,
   JOB_OPTION_NAMES,
   nearest,
+  type OptionRule,
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
   readOptions,
+  RULES,
   type SchedulerMode,
 } from './scheduler/options.js';
 import { type PeriodicCoordinator, reportCoordinatorTo } from './scheduler/coordinator.js';
@@ -59,21 +61,31 @@ export interface ResolvedModuleOptions {
   readonly telemetry: boolean;
 }
 
-const MODULE_OPTIONS = ['mode', 'logger', 'coordinator', 'jobs', 'telemetry'];
-/** Every option of a job but its name, which is how `jobs` finds it. */
-const OVERRIDE_NAMES = JOB_OPTION_NAMES.filter((name) => name !== 'name');
+const isObject = (value: unknown): value is object =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const MODULE_RULES = {
+  mode: RULES.mode,
+  logger: {
+    accepts: (value) => typeof value === 'boolean' || isObject(value),
+    expected: "true, false or an object of levels such as { started: 'debug' }",
+  },
+  coordinator: RULES.coordinator,
+  jobs: {
+    accepts: isObject,
+    expected: "an object of options by job name such as { 'Cleanup.purge': { every: 30_000 } }",
+  },
+  telemetry: { accepts: (value) => typeof value === 'boolean', expected: 'true or false' },
+} satisfies Record<keyof PeriodicModuleOptions, OptionRule>;
+/** The rules of every option of a job but its name, which is how `jobs` finds it. */
+const OVERRIDE_RULES = Object.fromEntries(
+  JOB_OPTION_NAMES.filter((name) => name !== 'name').map((name) => [name, RULES[name as keyof typeof RULES]]),
+);
 
 /** Validates the options of `forRoot()` (or those `forRootAsync()`'s factory built) and fills in the defaults. */
 export function resolveModuleOptions(input: unknown, where: string): ResolvedModuleOptions {
-  const given = readOptions(where, input, MODULE_OPTIONS, "{ mode: 'manual' }") as PeriodicModuleOptions;
+  const given = checkedOptions(where, input, MODULE_RULES, "{ mode: 'manual' }") as PeriodicModuleOptions;
   const { mode = 'auto', coordinator, telemetry = false } = given;
-  checkOption(where, 'mode', mode);
-  if (coordinator !== undefined) checkOption(where, 'coordinator', coordinator);
-  if (typeof telemetry !== 'boolean') {
-    throw new PeriodicConfigError(
-      `${where}: "telemetry" must be true or false, got ${describeValue(telemetry)}`,
-    );
-  }
   const logger = logLevels(where, given.logger);
   return { mode, logger, coordinator, jobs: jobOverrides(where, given.jobs), telemetry };
 }
@@ -81,12 +93,6 @@ export function resolveModuleOptions(input: unknown, where: string): ResolvedMod
 function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logger'] {
   if (logger === undefined || logger === true) return DEFAULT_LOG_LEVELS;
   if (logger === false) return false;
-  if (typeof logger !== 'object' || logger === null || Array.isArray(logger)) {
-    throw new PeriodicConfigError(
-      `${where}: "logger" must be true, false or an object of levels such as { started: 'debug' }, got ` +
-        describeValue(logger),
-    );
-  }
   if (typeof (logger as { log?: unknown }).log === 'function') {
     throw new PeriodicConfigError(
       `${where}: "logger" takes true, false or a level per kind of line such as { started: 'debug' }, got a ` +
@@ -112,14 +118,8 @@ const NO_OVERRIDES: ResolvedModuleOptions['jobs'] = Object.freeze(
 );
 
 /** Checks each job's overrides as `@Periodic()` checks its options, each on its own. */
-function jobOverrides(where: string, jobs: unknown): ResolvedModuleOptions['jobs'] {
+function jobOverrides(where: string, jobs: PeriodicModuleOptions['jobs']): ResolvedModuleOptions['jobs'] {
   if (jobs === undefined) return NO_OVERRIDES;
-  if (typeof jobs !== 'object' || jobs === null || Array.isArray(jobs)) {
-    throw new PeriodicConfigError(
-      `${where}: "jobs" must be an object of options by job name such as { 'Cleanup.purge': { every: 30_000 } }, ` +
-        `got ${describeValue(jobs)}`,
-    );
-  }
   const overrides = Object.create(null) as Record<string, PeriodicJobOverrides>;
   for (const [name, options] of Object.entries(jobs)) {
     const job = `${where}: jobs[${JSON.stringify(name)}]`;
@@ -129,9 +129,7 @@ function jobOverrides(where: string, jobs: unknown): ResolvedModuleOptions['jobs
           '@Periodic({ name }) instead',
       );
     }
-    const given = readOptions(job, options, OVERRIDE_NAMES, '{ every: 30_000 }');
-    for (const [key, value] of Object.entries(given)) checkOption(job, key as keyof PeriodicOptions, value);
-    overrides[name] = given;
+    overrides[name] = checkedOptions(job, options, OVERRIDE_RULES, '{ every: 30_000 }');
   }
   return overrides;
 }

@@ -1,7 +1,7 @@
 import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
 import { now } from '../scheduler/clock.js';
-import { readOptions } from '../scheduler/options.js';
-import { checkLeaseMs } from './replies.js';
+import { checkedOptions } from '../scheduler/options.js';
+import { LEASE_MS } from './replies.js';
 
 /** Options of {@link InMemoryCoordinator}. */
 export interface InMemoryCoordinatorOptions {
@@ -25,9 +25,8 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
 
   constructor(options: InMemoryCoordinatorOptions = {}) {
     const where = 'new InMemoryCoordinator()';
-    const { leaseMs = 10_000 } = readOptions(where, options, ['leaseMs'], '{ leaseMs: 10_000 }');
-    checkLeaseMs(where, leaseMs);
-    this.leaseMs = leaseMs;
+    const given = checkedOptions(where, options, { leaseMs: LEASE_MS }, '{ leaseMs: 10_000 }');
+    this.leaseMs = (given.leaseMs as number | undefined) ?? 10_000;
   }
 
   async acquire(name: string, owner: string): Promise<number> {

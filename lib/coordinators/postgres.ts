@@ -1,7 +1,7 @@
 import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
-import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
-import { readOptions } from '../scheduler/options.js';
-import { checkLeaseMs, integerReply } from './replies.js';
+import { describeValue } from '../scheduler/errors.js';
+import { checkedOptions, type OptionRule } from '../scheduler/options.js';
+import { integerReply, LEASE_MS } from './replies.js';
 
 /** What the coordinator needs of its connection: a `pg` Pool or Client has it. */
 export interface PostgresQueryable {
@@ -21,8 +21,27 @@ export interface PostgresCoordinatorOptions {
   leaseMs?: number;
 }
 
-const OPTION_NAMES = ['pool', 'table', 'leaseMs'];
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+const RULES = {
+  pool: {
+    accepts: (value) => typeof (value as Partial<PostgresQueryable> | null | undefined)?.query === 'function',
+    expected:
+      'a pg Pool or Client (an object with query(text, values)), such as ' +
+      'new Pool({ connectionString: process.env.DATABASE_URL })',
+    required: true,
+  },
+  table: {
+    accepts: (value) => {
+      const parts = typeof value === 'string' ? value.split('.') : [];
+      return parts.length >= 1 && parts.length <= 2 && parts.every((part) => IDENTIFIER.test(part));
+    },
+    expected:
+      'a plain SQL identifier, or schema.table, of letters, digits and _ (at most 63 each, not starting with ' +
+      "a digit), such as 'periodic_leases'",
+  },
+  leaseMs: LEASE_MS,
+} satisfies Record<keyof PostgresCoordinatorOptions, OptionRule>;
 
 /**
  * Shares the leases of `exclusive` jobs between the replicas of an application through PostgreSQL: one row
@@ -41,28 +60,17 @@ export class PostgresCoordinator implements PeriodicCoordinator {
 
   constructor(options: PostgresCoordinatorOptions) {
     const where = 'new PostgresCoordinator()';
-    const given = readOptions(where, options, OPTION_NAMES, '{ pool: new Pool({ connectionString }) }');
+    const given = checkedOptions(where, options, RULES, '{ pool: new Pool({ connectionString }) }');
     const {
       pool,
       table = 'periodic_leases',
       leaseMs = 10_000,
-    } = given as Partial<PostgresCoordinatorOptions>;
-    if (typeof pool?.query !== 'function') {
-      throw new PeriodicConfigError(
-        `${where}: "pool" must be a pg Pool or Client (an object with query(text, values)), such as ` +
-          `new Pool({ connectionString: process.env.DATABASE_URL }), got ${describeValue(pool)}`,
-      );
-    }
-    const parts = typeof table === 'string' ? table.split('.') : [];
-    if (parts.length < 1 || parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
-      throw new PeriodicConfigError(
-        `${where}: "table" must be a plain SQL identifier, or schema.table, of letters, digits and _ ` +
-          `(at most 63 each, not starting with a digit), such as 'periodic_leases', got ${describeValue(table)}`,
-      );
-    }
-    checkLeaseMs(where, leaseMs);
+    } = given as unknown as PostgresCoordinatorOptions;
     this.#pool = pool;
-    this.table = parts.map((part) => `"${part}"`).join('.');
+    this.table = table
+      .split('.')
+      .map((part) => `"${part}"`)
+      .join('.');
     this.leaseMs = leaseMs;
   }
 

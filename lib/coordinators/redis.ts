@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
-import { describeValue, isError, PeriodicConfigError } from '../scheduler/errors.js';
-import { readOptions } from '../scheduler/options.js';
-import { checkLeaseMs, integerReply } from './replies.js';
+import { describeValue, isError } from '../scheduler/errors.js';
+import { checkedOptions, type OptionRule } from '../scheduler/options.js';
+import { integerReply, LEASE_MS } from './replies.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */
 export interface RedisClient {
@@ -69,7 +69,18 @@ return 1`;
 /** KEYS: the hash; ARGV: job name. The job's schedule as [last, next, grid], each nil if missing. */
 const READ_SCHEDULE = `return redis.call('HMGET', KEYS[1], 'last:' .. ARGV[1], 'next:' .. ARGV[1], 'grid:' .. ARGV[1])`;
 
-const OPTION_NAMES = ['client', 'keyPrefix', 'leaseMs'];
+const RULES = {
+  client: {
+    accepts: (value) => {
+      const client = value as Partial<RedisClient> | null | undefined;
+      return typeof client?.eval === 'function' && typeof client?.evalsha === 'function';
+    },
+    expected: 'an ioredis client, such as new Redis(process.env.REDIS_URL)',
+    required: true,
+  },
+  keyPrefix: { accepts: (value) => typeof value === 'string', expected: "a string such as 'periodic:'" },
+  leaseMs: LEASE_MS,
+} satisfies Record<keyof RedisCoordinatorOptions, OptionRule>;
 
 /**
  * Shares the leases of `exclusive` jobs between the replicas of an application through Redis. The lease of
@@ -91,20 +102,8 @@ export class RedisCoordinator implements PeriodicCoordinator {
 
   constructor(options: RedisCoordinatorOptions) {
     const where = 'new RedisCoordinator()';
-    const given = readOptions(where, options, OPTION_NAMES, '{ client: new Redis(process.env.REDIS_URL) }');
-    const { client, keyPrefix = 'periodic:', leaseMs = 10_000 } = given as Partial<RedisCoordinatorOptions>;
-    if (typeof client?.eval !== 'function' || typeof client?.evalsha !== 'function') {
-      throw new PeriodicConfigError(
-        `${where}: "client" must be an ioredis client, such as new Redis(process.env.REDIS_URL), got ` +
-          describeValue(client),
-      );
-    }
-    if (typeof keyPrefix !== 'string') {
-      throw new PeriodicConfigError(
-        `${where}: "keyPrefix" must be a string such as 'periodic:', got ${describeValue(keyPrefix)}`,
-      );
-    }
-    checkLeaseMs(where, leaseMs);
+    const given = checkedOptions(where, options, RULES, '{ client: new Redis(process.env.REDIS_URL) }');
+    const { client, keyPrefix = 'periodic:', leaseMs = 10_000 } = given as unknown as RedisCoordinatorOptions;
     this.#client = client;
     this.keyPrefix = keyPrefix;
     this.leaseMs = leaseMs;

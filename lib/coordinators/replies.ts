@@ -1,4 +1,5 @@
-import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
+import { describeValue } from '../scheduler/errors.js';
+import { isMilliseconds, type OptionRule } from '../scheduler/options.js';
 
 /**
  * A store's integer reply as a number: a number, or the digits of one (a Redis client with `stringNumbers`,
@@ -13,12 +14,9 @@ export function integerReply(step: string, reply: unknown, max = Number.MAX_SAFE
   );
 }
 
-/** Throws a {@link PeriodicConfigError} unless `leaseMs` is an integer number of milliseconds ≥ 100. */
-export function checkLeaseMs(where: string, leaseMs: unknown): asserts leaseMs is number {
-  if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs < 100) {
-    throw new PeriodicConfigError(
-      `${where}: "leaseMs" must be an integer number of milliseconds ≥ 100, got ${describeValue(leaseMs)}; ` +
-        'a lease is renewed every leaseMs / 3, so a shorter one would be lost to any pause of the process',
-    );
-  }
-}
+/** The rule of every coordinator's `leaseMs`. */
+export const LEASE_MS: OptionRule = {
+  accepts: (value) => isMilliseconds(value, 100),
+  expected: 'an integer number of milliseconds ≥ 100',
+  because: 'a lease is renewed every leaseMs / 3, so a shorter one would be lost to any pause of the process',
+};

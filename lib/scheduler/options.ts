@@ -76,15 +76,25 @@ export interface ResolvedPeriodicOptions {
   readonly exclusive: boolean;
 }
 
-interface Rule {
+/**
+ * What an option accepts, and how a message says it. Jobs, the module, the coordinators and the health check
+ * check their options with rules of this shape, through {@link checkedOptions}.
+ */
+export interface OptionRule {
   accepts(value: unknown): boolean;
   /** What is accepted, as the message says it. */
   expected: string;
   /** The accepted strings, to suggest the nearest one for a typo. */
   choices?: readonly string[];
+  /** Why the rule is what it is, said after the value. */
+  because?: string;
+  /** The option has no default: undefined is refused too. */
+  required?: boolean;
 }
 
-const isMilliseconds = (value: unknown, min: number): boolean =>
+type Rule = OptionRule;
+
+export const isMilliseconds = (value: unknown, min: number): boolean =>
   typeof value === 'number' && Number.isSafeInteger(value) && value >= min;
 
 function oneOf(...choices: string[]): Rule {
@@ -96,7 +106,8 @@ function oneOf(...choices: string[]): Rule {
   };
 }
 
-const RULES = {
+/** The rules of a job's options. */
+export const RULES = {
   every: { accepts: (v) => isMilliseconds(v, 1), expected: 'an integer number of milliseconds ≥ 1' },
   cron: {
     accepts: (v) => typeof v === 'string' && v.trim() !== '',
@@ -107,7 +118,11 @@ const RULES = {
     expected: "an IANA time zone name such as 'Europe/Berlin' or 'UTC'",
   },
   jitter: { accepts: (v) => isMilliseconds(v, 0), expected: 'an integer number of milliseconds ≥ 0' },
-  name: { accepts: (v) => typeof v === 'string' && v.length > 0, expected: 'a non-empty string' },
+  name: {
+    accepts: (v) => typeof v === 'string' && v.length > 0,
+    expected: 'a non-empty string',
+    required: true,
+  },
   initialDelay: { accepts: (v) => isMilliseconds(v, 0), expected: 'an integer number of milliseconds ≥ 0' },
   delayMode: oneOf('regular', 'shifted'),
   when: {
@@ -126,7 +141,7 @@ const RULES = {
   },
   mode: oneOf('auto', 'manual'),
   exclusive: { accepts: (v) => typeof v === 'boolean', expected: 'true or false' },
-  run: { accepts: (v) => typeof v === 'function', expected: 'a function (the job)' },
+  run: { accepts: (v) => typeof v === 'function', expected: 'a function (the job)', required: true },
   coordinator: {
     accepts: (v) => {
       const coordinator = v as Partial<PeriodicCoordinator> | null | undefined;
@@ -145,13 +160,11 @@ const RULES = {
   },
 } satisfies Record<keyof PeriodicSchedulerOptions, Rule>;
 
-const OPTION_NAMES = Object.keys(RULES);
 /**
  * The options of `@Periodic()` and `PeriodicRegistry.add()`: the engine's but `run`, which is the job itself,
  * and `coordinator`, which is the module's.
  */
-export const JOB_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'run' && name !== 'coordinator');
-const RULE_ENTRIES = Object.entries(RULES) as [keyof PeriodicSchedulerOptions, Rule][];
+export const JOB_OPTION_NAMES = Object.keys(RULES).filter((name) => name !== 'run' && name !== 'coordinator');
 
 /**
  * Validates a job's options and fills in the defaults; a cron job gets its {@link Calendar}. `where` names the
@@ -162,17 +175,7 @@ export function resolveOptions(
   input: PeriodicSchedulerOptions,
   where: string,
 ): { options: ResolvedPeriodicOptions; calendar: Calendar | undefined } {
-  const given = readOptions(
-    where,
-    input,
-    OPTION_NAMES,
-    '{ every: 60_000 }',
-  ) as Partial<PeriodicSchedulerOptions>;
-  for (const [key, rule] of RULE_ENTRIES) {
-    const value = given[key];
-    const required = key === 'name' || key === 'run';
-    if ((value !== undefined || required) && !rule.accepts(value)) throw invalid(where, key, value, rule);
-  }
+  const given = checkedOptions(where, input, RULES, '{ every: 60_000 }') as Partial<PeriodicSchedulerOptions>;
   const { every, cron, jitter = 0 } = given;
   let calendar: Calendar | undefined;
   if (cron === undefined) {
@@ -276,7 +279,28 @@ export function readOptions(
   return options;
 }
 
-/** Throws a {@link PeriodicConfigError} when `value` is not one that option `key` accepts. */
+/**
+ * Reads options with {@link readOptions} and checks each value given (and each required one) against its rule;
+ * throws a {@link PeriodicConfigError} at the first that breaks it. Returns the values given, for the caller to
+ * fill in the defaults.
+ */
+export function checkedOptions(
+  where: string,
+  input: unknown,
+  rules: Readonly<Record<string, OptionRule>>,
+  example: string,
+): Record<string, unknown> {
+  const given = readOptions(where, input, Object.keys(rules), example);
+  for (const [key, rule] of Object.entries(rules)) {
+    const value = given[key];
+    if ((value !== undefined || rule.required === true) && !rule.accepts(value)) {
+      throw invalid(where, key, value, rule);
+    }
+  }
+  return given;
+}
+
+/** Throws a {@link PeriodicConfigError} when `value` is not one that option `key` of a job accepts. */
 export function checkOption(where: string, key: keyof typeof RULES, value: unknown): void {
   const rule: Rule = RULES[key];
   if (!rule.accepts(value)) throw invalid(where, key, value, rule);
@@ -290,6 +314,7 @@ function invalid(where: string, key: string, value: unknown, rule: Rule): Period
   }
   const hint = typeof value === 'string' && rule.choices ? nearest(value, rule.choices) : undefined;
   if (hint !== undefined) got += `; did you mean '${hint}'?`;
+  if (rule.because !== undefined) got += `; ${rule.because}`;
   return new PeriodicConfigError(`${where}: "${key}" must be ${rule.expected}, got ${got}`);
 }
 

@@ -1,6 +1,6 @@
 import { DeadlineTimer, now } from './clock.js';
 import { PeriodicTimeoutError } from './errors.js';
-import { checkOption, readOptions } from './options.js';
+import { checkedOptions, RULES } from './options.js';
 import type { Run, RunOutcome, SyncTickResult } from './run.js';
 
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
@@ -9,10 +9,8 @@ const SYNC_TICK_TIMEOUT = 4000;
 /** The `timeout` of `syncTick(options)` of job `name`, checked. */
 export function syncTickTimeout(name: string, options: unknown): number {
   const where = `syncTick() of job "${name}"`;
-  const given = readOptions(where, options, ['timeout'], '{ timeout: 10_000 }');
-  const timeout = (given.timeout ?? SYNC_TICK_TIMEOUT) as number;
-  checkOption(where, 'timeout', timeout);
-  return timeout;
+  const given = checkedOptions(where, options, { timeout: RULES.timeout }, '{ timeout: 10_000 }');
+  return (given.timeout as number | undefined) ?? SYNC_TICK_TIMEOUT;
 }
 
 /**

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { PeriodicRegistry } from '../periodic.registry.js';
 import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
-import { readOptions } from '../scheduler/options.js';
+import { checkedOptions, type OptionRule } from '../scheduler/options.js';
 import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
 
@@ -22,6 +22,13 @@ export interface PeriodicHealthOptions {
   /** A job is down once this many runs in a row have failed. @default 3 */
   maxConsecutiveFailures?: number;
 }
+
+const HEALTH_RULES = {
+  maxConsecutiveFailures: {
+    accepts: (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1,
+    expected: 'an integer ≥ 1',
+  },
+} satisfies Record<keyof PeriodicHealthOptions, OptionRule>;
 
 /**
  * A `@nestjs/terminus` health indicator of every job of the application. A job is down when its runs have
@@ -54,13 +61,8 @@ export class PeriodicHealthIndicator {
           `'periodic', got ${describeValue(key)}; the options come second: isHealthy('periodic', { ... })`,
       );
     }
-    const given = readOptions(where, options, ['maxConsecutiveFailures'], '{ maxConsecutiveFailures: 3 }');
+    const given = checkedOptions(where, options, HEALTH_RULES, '{ maxConsecutiveFailures: 3 }');
     const { maxConsecutiveFailures = 3 } = given as PeriodicHealthOptions;
-    if (!Number.isSafeInteger(maxConsecutiveFailures) || maxConsecutiveFailures < 1) {
-      throw new PeriodicConfigError(
-        `${where}: "maxConsecutiveFailures" must be an integer ≥ 1, got ${describeValue(maxConsecutiveFailures)}`,
-      );
-    }
     // Without a prototype, so that any job name is a key of its own.
     const jobs = Object.create(null) as Record<string, PeriodicJobHealth>;
     let down = false;

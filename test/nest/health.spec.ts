@@ -144,7 +144,7 @@ describe('PeriodicHealthIndicator over HTTP', () => {
       (registry) => {
         registry.add('late', () => undefined, { every: 50 });
         // What a dead timer looks like from outside: the job still reads ticking, but no tick comes.
-        (registry.get('late') as unknown as { timer: { cancel(): void } }).timer.cancel();
+        (registry.get('late') as unknown as { ticks: { cancel(): void } }).ticks.cancel();
       },
     ],
     [
