@@ -52,9 +52,15 @@ export class Calendar {
         fixedTimeRule: 'no-wildcard',
       });
     } catch (error) {
+      // croner's own count allows 7 fields (a year), which the mode above refuses: say the count in one way.
+      const fields = pattern.trim().split(/\s+/).length;
+      const why =
+        pattern.trim().startsWith('@') || fields === 5 || fields === 6
+          ? messageOf(error).replace(/^CronPattern: /, '')
+          : `it has ${fields} field${fields === 1 ? '' : 's'}`;
       throw new PeriodicConfigError(
         `${where}: "cron" must be a cron pattern of 5 fields, or 6 with seconds first, such as '0 3 * * *' or ` +
-          `'*/10 * * * * *', got ${describeValue(pattern)}: ${messageOf(error).replace(/^CronPattern: /, '')}`,
+          `'*/10 * * * * *', got ${describeValue(pattern)}: ${why}`,
       );
     }
     if (this.next(Date.now()) === null) {

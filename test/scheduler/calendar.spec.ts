@@ -422,13 +422,17 @@ describe('invalid input: a PeriodicConfigError naming the job, the option, the v
     [
       'cron of one word',
       { cron: 'daily' },
-      /"cron" must be a cron pattern of 5 fields, or 6 with seconds first.*got "daily": invalid configuration/,
+      /"cron" must be a cron pattern of 5 fields, or 6 with seconds first.*got "daily": it has 1 field$/,
     ],
-    ['cron of 4 fields', { cron: '* * * *' }, /"cron" must be a cron pattern of 5 fields.*got "\* \* \* \*"/],
+    [
+      'cron of 4 fields',
+      { cron: '* * * *' },
+      /"cron" must be a cron pattern of 5 fields.*got "\* \* \* \*": it has 4 fields$/,
+    ],
     [
       'cron of 7 fields',
       { cron: '0 0 0 * * * 2027' },
-      /"cron" must be a cron pattern of 5 fields.*requires exactly 5 or 6 parts/,
+      /"cron" must be a cron pattern of 5 fields.*: it has 7 fields$/,
     ],
     [
       'a minute of 61',
