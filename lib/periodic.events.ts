@@ -4,7 +4,7 @@ import { LOGGER_CONTEXT } from './periodic.constants.js';
 import { type EventLogger, logError } from './periodic.logger.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
 import type { JobExitReason, PeriodicEvent, PeriodicEventOf, PeriodicEventType } from './scheduler/events.js';
-import { nearest } from './scheduler/options.js';
+import { nearest } from './scheduler/rules.js';
 
 const EVENT_TYPES = [
   'started',

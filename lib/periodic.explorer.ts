@@ -7,13 +7,8 @@ import { Lifecycle } from './periodic.lifecycle.js';
 import { openTelemetry } from './telemetry/open-telemetry.js';
 import { type App, appOf, importedOptions, type ResolvedModuleOptions } from './periodic.options.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
-import {
-  checkOption,
-  JOB_OPTION_NAMES,
-  nearest,
-  type PeriodicOptions,
-  readOptions,
-} from './scheduler/options.js';
+import { checkOption, JOB_OPTION_NAMES, type PeriodicOptions } from './scheduler/options.js';
+import { nearest, readOptions } from './scheduler/rules.js';
 import { checkCoordinator } from './periodic.registry.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 

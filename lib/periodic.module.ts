@@ -17,7 +17,7 @@ import {
 } from './periodic.options.js';
 import { PeriodicRegistry } from './periodic.registry.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
-import { checkedOptions, type OptionRule } from './scheduler/options.js';
+import { checkedOptions, type OptionRule } from './scheduler/rules.js';
 
 /** Options of `PeriodicModule.forRootAsync()`: a factory of {@link PeriodicModuleOptions} and what it needs. */
 export interface PeriodicModuleAsyncOptions {

@@ -12,16 +12,13 @@ import {
 import { PeriodicRegistry } from './periodic.registry.js';
 import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
 import {
-  checkedOptions,
   JOB_OPTION_NAMES,
-  nearest,
-  type OptionRule,
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
-  readOptions,
   RULES,
   type SchedulerMode,
 } from './scheduler/options.js';
+import { checkedOptions, nearest, type OptionRule, readOptions } from './scheduler/rules.js';
 import { type PeriodicCoordinator, reportCoordinatorTo } from './scheduler/coordinator.js';
 import type { PeriodicContext } from './scheduler/run.js';
 

@@ -4,12 +4,11 @@ import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from './sch
 import {
   checkOption,
   JOB_OPTION_NAMES,
-  nearest,
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
-  readOptions,
   type SchedulerMode,
 } from './scheduler/options.js';
+import { nearest, readOptions } from './scheduler/rules.js';
 import type { PeriodicCoordinator } from './scheduler/coordinator.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';

@@ -1,6 +1,6 @@
 import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
 import { now } from '../scheduler/clock.js';
-import { checkedOptions } from '../scheduler/options.js';
+import { checkedOptions } from '../scheduler/rules.js';
 import { LEASE_MS } from './replies.js';
 
 /** Options of {@link InMemoryCoordinator}. */

@@ -1,6 +1,6 @@
 import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
 import { describeValue } from '../scheduler/errors.js';
-import { checkedOptions, type OptionRule } from '../scheduler/options.js';
+import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import { integerReply, LEASE_MS } from './replies.js';
 
 /** What the coordinator needs of its connection: a `pg` Pool or Client has it. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
 import { describeValue, isError } from '../scheduler/errors.js';
-import { checkedOptions, type OptionRule } from '../scheduler/options.js';
+import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import { integerReply, LEASE_MS } from './replies.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */

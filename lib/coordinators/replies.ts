@@ -1,5 +1,5 @@
 import { describeValue } from '../scheduler/errors.js';
-import { isMilliseconds, type OptionRule } from '../scheduler/options.js';
+import { isMilliseconds, type OptionRule } from '../scheduler/rules.js';
 
 /**
  * A store's integer reply as a number: a number, or the digits of one (a Redis client with `stringNumbers`,

@@ -1,6 +1,7 @@
 import { DeadlineTimer, now } from './clock.js';
 import { PeriodicTimeoutError } from './errors.js';
-import { checkedOptions, RULES } from './options.js';
+import { RULES } from './options.js';
+import { checkedOptions } from './rules.js';
 import type { Run, RunOutcome, SyncTickResult } from './run.js';
 
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
