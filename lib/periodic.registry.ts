@@ -15,7 +15,7 @@ import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/ru
 import type { PeriodicJobStatus } from './scheduler/status.js';
 
 /**
- * Refuses an exclusive job in an application whose module has no coordinator, naming the module's option (the
+ * @internal Refuses an exclusive job in an application whose module has no coordinator, naming the module's option (the
  * engine's own check names the scheduler's).
  */
 export function checkCoordinator(

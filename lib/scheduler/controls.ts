@@ -175,8 +175,9 @@ export abstract class SchedulerControls {
    * timer died, or has waited that long for its guard. A shifted job with a run in flight is not due.
    */
   get overdue(): boolean {
+    if (this.state !== 'ticking' || this.options.mode !== 'auto') return false;
     const { interval } = this.ticks;
-    if (this.state !== 'ticking' || this.options.mode !== 'auto' || interval === undefined) return false;
+    if (interval === undefined) return false;
     // A tick stuck on its guard (or its claim): the ticks after it come, and are all missed.
     if (this.pending && now() - this.pendingSince > 2 * interval) return true;
     if (this.options.delayMode === 'shifted' && this.runs.length > 0) return false;

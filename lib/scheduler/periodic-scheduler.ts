@@ -221,8 +221,9 @@ export class PeriodicScheduler extends SchedulerControls {
     if (this.events.wants('leaseAcquired'))
       this.events.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
     if (this.options.mode !== 'auto' || this.phase !== 'ticking') return;
-    const next = this.fleet!.takeOver(stored, this.ticks.slot, Date.now());
-    if (next !== undefined) this.ticks.continueAt(next);
+    const wallNow = Date.now();
+    const next = this.fleet!.takeOver(stored, this.ticks.slot, wallNow);
+    if (next !== undefined) this.ticks.continueAt(next, wallNow);
   }
 
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */

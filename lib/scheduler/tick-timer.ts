@@ -140,9 +140,8 @@ export class TickTimer {
     this.reportNext(delay);
   }
 
-  /** Auto mode: the next tick is the fleet's, at `slot`; one that has passed is ticked at once. */
-  continueAt(slot: number): void {
-    const wallNow = Date.now();
+  /** Auto mode: the next tick is the fleet's, at `slot` (from `wallNow`); one that has passed is ticked at once. */
+  continueAt(slot: number, wallNow: number): void {
     this.aim(slot, wallNow);
     // A slot that has passed reports its own next tick when it is ticked.
     if (slot > wallNow) this.reportNext(slot - wallNow, this.calendar === undefined ? undefined : slot);

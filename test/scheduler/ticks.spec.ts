@@ -361,9 +361,9 @@ describe('the shared timer (on real timers)', () => {
     expect(armedDeadlines()).toBe(0);
   });
 
-  it('meets many deadlines armed out of order, with shared and distinct waits, in order and never early', async () => {
-    // Waits of 5 to 40 ms in quarter milliseconds: many timers share a wait (rounded to the millisecond) and
-    // arrive out of deadline order within it; some are cancelled, some armed again, before any is due.
+  it('meets many deadlines armed out of order, some of them equal, in order and never early', async () => {
+    // Waits of 5 to 40 ms in quarter milliseconds: many timers share a deadline, and they are armed out of
+    // deadline order; some are cancelled, some armed again, before any is due.
     let seed = 7;
     const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
     const start = performance.now();
