@@ -36,8 +36,12 @@ export class DeadlineTimer {
   deadline = 0;
   /** Orders timers of the same deadline by when they were armed, as Node orders its own timers. */
   sequence = 0;
-  /** Its place in the shared timer's heap; -1 when not in it, -2 while due and about to be called. */
-  index = -1;
+  /** The shared timer's list it waits in, if it does; its neighbours there. */
+  list: TimerList | undefined;
+  previous: DeadlineTimer | undefined;
+  next: DeadlineTimer | undefined;
+  /** Taken from its list as due, its call still to come. */
+  due = false;
   /** Under fake timers: the fake timer armed for this deadline. */
   private own: ReturnType<typeof setTimeout> | undefined;
 
@@ -45,7 +49,7 @@ export class DeadlineTimer {
 
   /** Whether a deadline is pending: armed, and its listener not called yet. */
   get armed(): boolean {
-    return this.index !== -1 || this.own !== undefined;
+    return this.list !== undefined || this.due || this.own !== undefined;
   }
 
   /** Arms the timer for `deadline` on the `now()` timeline, replacing any pending deadline. */
@@ -57,9 +61,9 @@ export class DeadlineTimer {
   }
 
   cancel(): void {
-    if (this.index >= 0) shared!.remove(this);
-    // -2: taken from the heap as due, its call still to come; now it will not come.
-    this.index = -1;
+    if (this.list !== undefined) shared!.remove(this);
+    // Taken as due, its call still to come; now it will not come.
+    this.due = false;
     if (this.own !== undefined) {
       globalThis.clearTimeout(this.own);
       this.own = undefined;
@@ -95,44 +99,97 @@ function delayUntil(deadline: number): number {
 }
 
 /**
- * Every deadline timer armed on Node's own timers, in a binary heap, with one Node timer for the earliest: a
- * Node timer per job would cost a `Timeout` object and a timer list entry each. A Node timer that fires before
- * the earliest deadline is simply armed again, so no deadline is ever met early.
+ * The deadline timers armed with the same wait (in whole milliseconds), in deadline order: a timer armed again
+ * after the same wait goes at the end, as in Node's own list per duration.
+ */
+class TimerList {
+  first: DeadlineTimer | undefined;
+  last: DeadlineTimer | undefined;
+  /** Its place in the shared timer's heap. */
+  index = 0;
+
+  constructor(readonly wait: number) {}
+
+  /** Puts the timer in deadline order, from the end: most timers of a list come in that order. */
+  insert(timer: DeadlineTimer): void {
+    let after = this.last;
+    while (after !== undefined && before(timer, after)) after = after.previous;
+    timer.list = this;
+    timer.previous = after;
+    timer.next = after === undefined ? this.first : after.next;
+    if (timer.previous === undefined) this.first = timer;
+    else timer.previous.next = timer;
+    if (timer.next === undefined) this.last = timer;
+    else timer.next.previous = timer;
+  }
+
+  unlink(timer: DeadlineTimer): void {
+    if (timer.previous === undefined) this.first = timer.next;
+    else timer.previous.next = timer.next;
+    if (timer.next === undefined) this.last = timer.previous;
+    else timer.next.previous = timer.previous;
+    timer.list = timer.previous = timer.next = undefined;
+  }
+}
+
+function before(a: DeadlineTimer, b: DeadlineTimer): boolean {
+  return a.deadline < b.deadline || (a.deadline === b.deadline && a.sequence < b.sequence);
+}
+
+/**
+ * Every deadline timer armed on Node's own timers, with one Node timer for the earliest: a Node timer per job
+ * would cost a `Timeout` object and a timer list entry each. Timers wait in a list per wait, and the lists in
+ * a binary heap by their first timer: jobs that share an interval share a list, and a tick takes its timer off
+ * the front and puts it back at the end, whatever the number of jobs. A Node timer that fires before the
+ * earliest deadline is simply armed again, so no deadline is ever met early.
  */
 class SharedTimer {
-  private readonly heap: DeadlineTimer[] = [];
+  private readonly lists = new Map<number, TimerList>();
+  /** The lists that hold a timer, the one with the earliest first. */
+  private readonly heap: TimerList[] = [];
   private handle: ReturnType<typeof setTimeout> | undefined;
   /** The deadline the Node timer aims at. */
   private aim = Infinity;
   private armed = 0;
   /** While due timers are being called, the Node timer is aimed once, at the end. */
   private firing = false;
-
-  get size(): number {
-    return this.heap.length;
-  }
+  size = 0;
 
   add(timer: DeadlineTimer): void {
     timer.sequence = ++this.armed;
-    timer.index = this.heap.length;
-    this.heap.push(timer);
-    this.up(timer.index);
-    if (timer.index === 0 && timer.deadline < this.aim && !this.firing) this.arm();
+    this.size++;
+    const wait = Math.round(timer.deadline - now());
+    let list = this.lists.get(wait);
+    if (list === undefined) this.lists.set(wait, (list = new TimerList(wait)));
+    const empty = list.first === undefined;
+    list.insert(timer);
+    if (list.first !== timer) return;
+    if (empty) {
+      list.index = this.heap.length;
+      this.heap.push(list);
+    }
+    this.up(list.index);
+    if (timer.deadline < this.aim && !this.firing) this.arm();
   }
 
   remove(timer: DeadlineTimer): void {
-    const index = timer.index;
-    const last = this.heap.pop()!;
-    timer.index = -1;
-    if (last !== timer) {
-      this.heap[index] = last;
-      last.index = index;
-      this.down(index);
-      this.up(last.index);
-    }
+    const list = timer.list!;
+    const wasFirst = list.first === timer;
+    list.unlink(timer);
+    this.size--;
+    if (list.first === undefined) {
+      this.lists.delete(list.wait);
+      const last = this.heap.pop()!;
+      if (last !== list) {
+        this.heap[list.index] = last;
+        last.index = list.index;
+        this.down(last.index);
+        this.up(last.index);
+      }
+    } else if (wasFirst) this.down(list.index);
     // A Node timer aimed at a deadline that is gone fires early, finds nothing due and is aimed again: one
     // spare wake-up, cheaper than moving the Node timer each time, as stopping many jobs at once would.
-    if (this.heap.length === 0 && !this.firing) this.arm();
+    if (this.size === 0 && !this.firing) this.arm();
   }
 
   /** Aims the Node timer at the earliest deadline, or stops it when no timer is armed. */
@@ -140,7 +197,7 @@ class SharedTimer {
     if (this.handle !== undefined) nodeClearTimeout(this.handle);
     this.handle = undefined;
     this.aim = Infinity;
-    const first = this.heap[0];
+    const first = this.heap[0]?.first;
     if (first === undefined) return;
     this.aim = first.deadline;
     this.handle = detached.runInAsyncScope(nodeSetTimeout, null, this.fire, delayUntil(first.deadline));
@@ -155,16 +212,16 @@ class SharedTimer {
       // already passed, waits for the next turn of the timers (as `jobShutdown: 0` relies on).
       const time = now();
       const due: DeadlineTimer[] = [];
-      while (this.heap.length > 0 && this.heap[0].deadline <= time) {
-        const timer = this.heap[0];
+      for (let timer = this.heap[0]?.first; timer !== undefined && timer.deadline <= time;) {
         this.remove(timer);
-        timer.index = -2;
+        timer.due = true;
         due.push(timer);
+        timer = this.heap[0]?.first;
       }
       for (const timer of due) {
-        // An earlier callback may have cancelled this timer (-1) or armed it again (≥ 0).
-        if (timer.index !== -2) continue;
-        timer.index = -1;
+        // An earlier callback may have cancelled this timer or armed it again.
+        if (!timer.due) continue;
+        timer.due = false;
         timer.listener.onDeadline();
       }
     } finally {
@@ -173,38 +230,34 @@ class SharedTimer {
     }
   };
 
-  private before(a: DeadlineTimer, b: DeadlineTimer): boolean {
-    return a.deadline < b.deadline || (a.deadline === b.deadline && a.sequence < b.sequence);
-  }
-
   private up(index: number): void {
     const heap = this.heap;
-    const timer = heap[index];
+    const list = heap[index];
     while (index > 0) {
       const parent = (index - 1) >> 1;
-      if (!this.before(timer, heap[parent])) break;
+      if (!before(list.first!, heap[parent].first!)) break;
       heap[index] = heap[parent];
       heap[index].index = index;
       index = parent;
     }
-    heap[index] = timer;
-    timer.index = index;
+    heap[index] = list;
+    list.index = index;
   }
 
   private down(index: number): void {
     const heap = this.heap;
-    const timer = heap[index];
+    const list = heap[index];
     for (;;) {
       let child = 2 * index + 1;
       if (child >= heap.length) break;
-      if (child + 1 < heap.length && this.before(heap[child + 1], heap[child])) child += 1;
-      if (!this.before(heap[child], timer)) break;
+      if (child + 1 < heap.length && before(heap[child + 1].first!, heap[child].first!)) child += 1;
+      if (!before(heap[child].first!, list.first!)) break;
       heap[index] = heap[child];
       heap[index].index = index;
       index = child;
     }
-    heap[index] = timer;
-    timer.index = index;
+    heap[index] = list;
+    list.index = index;
   }
 }
 
