@@ -4,6 +4,7 @@ import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from './sch
 import {
   checkOption,
   JOB_OPTION_NAMES,
+  noCoordinator,
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
   type SchedulerMode,
@@ -23,12 +24,9 @@ export function checkCoordinator(
   exclusive: unknown,
   coordinator: PeriodicCoordinator | undefined,
 ): void {
-  if (exclusive !== true || coordinator !== undefined) return;
-  throw new PeriodicConfigError(
-    `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none was given: ` +
-      'pass PeriodicModule.forRoot({ coordinator }), with a RedisCoordinator, a PostgresCoordinator or an ' +
-      'InMemoryCoordinator, or remove "exclusive"',
-  );
+  if (exclusive === true && coordinator === undefined) {
+    throw noCoordinator(where, 'PeriodicModule.forRoot({ coordinator })');
+  }
 }
 
 interface Entry {

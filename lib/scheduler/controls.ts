@@ -4,7 +4,12 @@ import { PeriodicConfigError } from './errors.js';
 import { JobEvents, type PeriodicEventSink } from './events.js';
 import { FleetSlots } from './fleet.js';
 import { Lease } from './lease.js';
-import { type PeriodicSchedulerOptions, resolveOptions, type ResolvedPeriodicOptions } from './options.js';
+import {
+  noCoordinator,
+  type PeriodicSchedulerOptions,
+  resolveOptions,
+  type ResolvedPeriodicOptions,
+} from './options.js';
 import type { Run, SyncTickResult, TickResult } from './run.js';
 import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
 import { runToEnd, syncTickTimeout } from './sync-tick.js';
@@ -62,13 +67,7 @@ export abstract class SchedulerControls {
     const { options: resolved, calendar } = resolveOptions(options, where);
     this.options = resolved;
     if (this.options.exclusive) {
-      if (options.coordinator === undefined) {
-        throw new PeriodicConfigError(
-          `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none was ` +
-            'given: pass { coordinator } with the options, a RedisCoordinator, a PostgresCoordinator or an ' +
-            'InMemoryCoordinator, or remove "exclusive"',
-        );
-      }
+      if (options.coordinator === undefined) throw noCoordinator(where, '{ coordinator } in the options');
       this.lease = new Lease(options.coordinator, this.options.name, this);
       this.fleet = new FleetSlots(this.lease, this.options, (slot) => this.ticks.slotAfter(slot));
     }

@@ -132,6 +132,17 @@ export const RULES = {
 } satisfies Record<keyof PeriodicSchedulerOptions, OptionRule>;
 
 /**
+ * The error for an exclusive job without a coordinator; `how` says where to give one: in the options, or, in a
+ * Nest application, to the module.
+ */
+export function noCoordinator(where: string, how: string): PeriodicConfigError {
+  return new PeriodicConfigError(
+    `${where}: "exclusive" needs a coordinator to share the job's lease between replicas, and none was given: ` +
+      `pass ${how}, with a RedisCoordinator, a PostgresCoordinator or an InMemoryCoordinator, or remove "exclusive"`,
+  );
+}
+
+/**
  * The options of `@Periodic()` and `PeriodicRegistry.add()`: the engine's but `run`, which is the job itself,
  * and `coordinator`, which is the module's.
  */

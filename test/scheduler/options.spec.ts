@@ -186,8 +186,8 @@ describe('exclusive', () => {
   it('exclusive: true without a coordinator is refused, naming the fix', () => {
     expect(errorOf({ every: 10, exclusive: true }, '@Periodic() on Report.send').message).toBe(
       '@Periodic() on Report.send: "exclusive" needs a coordinator to share the job\'s lease between replicas, ' +
-        'and none was given: pass { coordinator } with the options, a RedisCoordinator, a PostgresCoordinator ' +
-        'or an InMemoryCoordinator, or remove "exclusive"',
+        'and none was given: pass { coordinator } in the options, with a RedisCoordinator, a ' +
+        'PostgresCoordinator or an InMemoryCoordinator, or remove "exclusive"',
     );
   });
 });
