@@ -1,6 +1,9 @@
 import { Cron } from 'croner';
 import { describeValue, messageOf, PeriodicConfigError } from './errors.js';
 
+/** The calendars in use, by zone and pattern. */
+const calendars = new Map<string, Calendar>();
+
 /** How many of a pattern's next slots `jitter` is checked against: it must be shorter than every gap between them. */
 const GAPS_CHECKED = 16;
 
@@ -8,10 +11,14 @@ const GAPS_CHECKED = 16;
  * The wall-clock slots of a cron pattern in a time zone. The parsing and the calendar arithmetic, daylight
  * saving time included, are croner's (docs/calendar.md); this class only asks it for the slot
  * after a given instant. Jobs with the same pattern and zone share one calendar: croner's parsed pattern takes
- * about 80 kB (a table of 10,000 years), and the slot after the one they all just ran is computed once.
+ * about 80 kB (a table of 10,000 years), and the slot after the one they all just ran is computed once. A
+ * calendar is forgotten when the last job that uses it lets it go (`release()`), so that jobs added and removed
+ * with ever new patterns do not pile up parsed patterns.
  */
 export class Calendar {
-  static readonly #shared = new Map<string, Calendar>();
+  readonly #key: string;
+  /** The jobs that use it. */
+  #users = 0;
   readonly #cron: Cron;
   /** The last question asked of `next`, and its answer. */
   #after = NaN;
@@ -24,19 +31,22 @@ export class Calendar {
    */
   static of(where: string, pattern: string, timezone: string): Calendar {
     const key = `${timezone} ${pattern}`;
-    let calendar = Calendar.#shared.get(key);
+    let calendar = calendars.get(key);
     if (calendar === undefined) {
-      calendar = new Calendar(where, pattern, timezone);
-      Calendar.#shared.set(key, calendar);
+      calendar = new Calendar(where, key, pattern, timezone);
+      calendars.set(key, calendar);
     }
+    calendar.#users++;
     return calendar;
   }
 
   private constructor(
     where: string,
+    key: string,
     readonly pattern: string,
     readonly timezone: string,
   ) {
+    this.#key = key;
     if (!isTimeZone(timezone)) {
       throw new PeriodicConfigError(
         `${where}: "timezone" must be an IANA time zone name such as 'Europe/Berlin' or 'UTC', got ` +
@@ -69,6 +79,11 @@ export class Calendar {
           'such as 30 February?); give a pattern that names a real time',
       );
     }
+  }
+
+  /** A job that used the calendar is done with it: the last one lets it be forgotten. */
+  release(): void {
+    if (--this.#users === 0) calendars.delete(this.#key);
   }
 
   /** The first slot strictly after `after` (epoch ms), or null if the pattern has none. */
@@ -119,6 +134,11 @@ function offsetChanges(zone: string, from: number): number[] {
     previous = current;
   }
   return changes;
+}
+
+/** @internal How many parsed patterns are kept: for tests. */
+export function cachedCalendars(): number {
+  return calendars.size;
 }
 
 /** The zone the process runs in, as an IANA name: the default zone of cron jobs. */

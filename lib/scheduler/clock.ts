@@ -16,6 +16,53 @@ export function now(): number {
   return globalThis.performance.now();
 }
 
+/** Whether a test's fake timers have replaced `setTimeout` (Jest's, Vitest's, @sinonjs/fake-timers'). */
+export function underFakeTimers(): boolean {
+  return globalThis.setTimeout !== nodeSetTimeout;
+}
+
+/** Told when a test sets the wall clock (`jest.setSystemTime`, `vi.setSystemTime`). */
+export interface SystemTimeListener {
+  systemTimeSet(): void;
+}
+
+/** The fake clock of @sinonjs/fake-timers, which Jest and Vitest use, as far as it is read here. */
+interface FakeClock {
+  setSystemTime(...args: unknown[]): unknown;
+}
+
+/** The listeners of each fake clock whose `setSystemTime` is watched. */
+const watchedClocks = new WeakMap<FakeClock, Set<SystemTimeListener>>();
+
+/**
+ * Under fake timers that expose their clock (`Date.clock` of @sinonjs/fake-timers, behind Jest's and Vitest's),
+ * tells `listener` each time the test sets the wall clock, until {@link unwatchSystemTime}. A fake clock moves
+ * every pending timer along with the wall clock it sets, so a timer aimed at a wall-clock slot would otherwise
+ * notice a clock set forward only when it fires.
+ */
+export function watchSystemTime(listener: SystemTimeListener): void {
+  const clock = (globalThis.Date as { clock?: Partial<FakeClock> }).clock;
+  if (typeof clock?.setSystemTime !== 'function') return;
+  let listeners = watchedClocks.get(clock as FakeClock);
+  if (listeners === undefined) {
+    const set = (listeners = new Set());
+    watchedClocks.set(clock as FakeClock, set);
+    const setSystemTime = clock.setSystemTime;
+    clock.setSystemTime = function (this: unknown, ...args: unknown[]) {
+      const result = setSystemTime.apply(this, args);
+      for (const listener of [...set]) listener.systemTimeSet();
+      return result;
+    };
+  }
+  listeners.add(listener);
+}
+
+/** Stops telling `listener` of the wall clock set by the test's fake clock. */
+export function unwatchSystemTime(listener: SystemTimeListener): void {
+  const clock = (globalThis.Date as { clock?: FakeClock }).clock;
+  if (clock !== undefined) watchedClocks.get(clock)?.delete(listener);
+}
+
 /** Node's longest timer; a longer delay would fire after 1 ms. */
 export const MAX_TIMER_DELAY = 2 ** 31 - 1;
 
@@ -56,7 +103,7 @@ export class DeadlineTimer {
   armAt(deadline: number): void {
     this.cancel();
     this.deadline = deadline;
-    if (globalThis.setTimeout === nodeSetTimeout) (shared ??= new SharedTimer()).add(this);
+    if (!underFakeTimers()) (shared ??= new SharedTimer()).add(this);
     else this.own = armOwn(this);
   }
 

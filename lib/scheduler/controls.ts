@@ -40,11 +40,12 @@ export abstract class SchedulerControls {
   /** @internal When the job's ticks come. */
   protected readonly ticks: TickTimer;
   /**
-   * @internal A tick is waiting for its jitter, for its slot to be claimed or for its guard: a tick that comes
-   * meanwhile is missed. `pendingSince` is when it began to wait, on the `now()` timeline.
+   * @internal A tick's async guard, or an exclusive job's claim of its slot, is pending: a tick that comes meanwhile
+   * is missed (a trigger only for a guard). `waitingSince` is when the guard or claim began, on the `now()` timeline.
    */
-  protected pending = false;
-  private pendingSince = 0;
+  protected guardPending = false;
+  protected claimPending = false;
+  protected waitingSince = 0;
   private stopped: Promise<void> | undefined;
   /** @internal Resolves `stop()` once the last run has ended. */
   protected drained: (() => void) | undefined;
@@ -128,7 +129,7 @@ export abstract class SchedulerControls {
   halt(): void {
     if (this.phase === 'stopped') return;
     this.phase = 'stopped';
-    this.ticks.cancel();
+    this.ticks.release();
     this.jitterTimer?.cancel();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
     this.lease?.retire();
@@ -178,7 +179,7 @@ export abstract class SchedulerControls {
     const { interval } = this.ticks;
     if (interval === undefined) return false;
     // A tick stuck on its guard (or its claim): the ticks after it come, and are all missed.
-    if (this.pending && now() - this.pendingSince > 2 * interval) return true;
+    if ((this.guardPending || this.claimPending) && now() - this.waitingSince > 2 * interval) return true;
     if (this.options.delayMode === 'shifted' && this.runs.length > 0) return false;
     return this.ticks.lateness > 2 * interval;
   }
@@ -224,12 +225,6 @@ export abstract class SchedulerControls {
   /** @internal What the job did, made when it first has something to count. */
   protected get record(): JobRecord {
     return (this.recorded ??= new JobRecord());
-  }
-
-  /** @internal A tick begins to wait (see `pending`). */
-  protected waiting(): void {
-    this.pending = true;
-    this.pendingSince = now();
   }
 
   // ---- What a tick does: PeriodicScheduler's ----

@@ -138,21 +138,42 @@ export class CoordinatorCalls {
     );
   }
 
+  /**
+   * Sends one command and checks its reply. A command that has not answered within `leaseMs / 3` of being sent
+   * is reported as failed then, and again each lease period while it still has not, whatever the driver does
+   * with it meanwhile (ioredis queues commands while it reconnects, and fails them only after many attempts);
+   * its answer is still awaited.
+   */
   private async call<T>(
     step: keyof typeof STEPS,
     name: string,
     send: () => Promise<T>,
     reply: { accepts(value: unknown): value is T; expected: string },
   ): Promise<T> {
+    const what = `${STEPS[step]} "${name}"`;
+    const limit = this.entry.coordinator.leaseMs / 3;
+    // A command that hangs is reported as such, not again when the driver gives up on it.
+    let hanging = false;
+    const sent = now();
+    const hung = new DeadlineTimer({
+      onDeadline: () => {
+        hanging = true;
+        this.failed(what, new Error(`no answer after ${Math.round(now() - sent)}ms`));
+        hung.armAt(now() + this.entry.coordinator.leaseMs);
+      },
+    });
+    hung.armAt(sent + limit);
     try {
       const answer: unknown = await send();
+      hung.cancel();
       if (!reply.accepts(answer)) {
         throw new Error(`${step}() answered ${describeValue(answer)}, not ${reply.expected}`);
       }
       this.recovered();
       return answer;
     } catch (error) {
-      this.failed(`${STEPS[step]} "${name}"`, error);
+      hung.cancel();
+      if (!hanging) this.failed(what, error);
       throw error;
     }
   }

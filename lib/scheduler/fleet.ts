@@ -12,8 +12,12 @@ export class FleetSlots {
   private readonly grid: string;
   /** Shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
   private claimed = 0;
-  /** The last claim of a slot, until its run has started or the slot has been given back. */
+  /** The last claim of a slot, until the store has answered. */
   private claiming: Promise<unknown> | undefined;
+  /** The slot claimed whose tick has neither started its run nor ended without one (its guard is pending); 0 if none. */
+  private unstarted = 0;
+  /** The latest slot that came while this replica did not hold the lease; 0 if none. */
+  private unheldSlot = 0;
 
   /** @param after the slot after a time on the job's own grid or calendar; 0 if the calendar has none. */
   constructor(
@@ -25,20 +29,28 @@ export class FleetSlots {
   }
 
   /**
-   * Claims `slot` in the store, then calls `then` with whether this replica holds it. A replica that began to
-   * close (`closing`) while it claimed the slot runs nothing: it gives the slot back to the fleet, due now,
-   * before it releases the lease, and the next holder runs it.
+   * Claims `slot` in the store: resolves whether this replica holds it. A claimed slot is this replica's until
+   * its tick has started a run or ended without one (`settled()`); one still unsettled when the replica releases
+   * the lease is given back to the fleet, due now, and the next holder runs it.
    */
-  claim<T>(slot: number, then: (held: boolean) => T | Promise<T>, closing: () => boolean): Promise<T> {
+  async claim(slot: number): Promise<boolean> {
     const { grid, lease } = this;
     const next = this.options.delayMode === 'regular' ? this.after(slot) : 0;
-    const tick = lease
-      .writeSchedule({ grid, last: slot, next })
-      .then((claimed) => then(claimed && lease.held));
-    this.claiming = tick.then((run) => {
-      if (run === undefined && closing()) return lease.writeSchedule({ grid, last: slot, next: slot });
-    });
-    return tick;
+    const write = lease.writeSchedule({ grid, last: slot, next });
+    this.claiming = write;
+    const held = (await write) && lease.held;
+    if (held) this.unstarted = slot;
+    return held;
+  }
+
+  /** The claimed slot's tick has started its run, or ended without one on purpose. */
+  settled(): void {
+    this.unstarted = 0;
+  }
+
+  /** A slot came while this replica did not hold the lease: a first holder runs it at once (`takeOver`). */
+  unheld(slot: number): void {
+    this.unheldSlot = slot;
   }
 
   /** The claimed slot is this replica's to run; in shifted mode, its end sets the fleet's next tick. */
@@ -54,19 +66,27 @@ export class FleetSlots {
   }
 
   /**
-   * This replica just took the lease over: the wall-clock time of its next tick, or undefined when nothing ran
-   * yet under any options: then its own grid, next due at `slot`, becomes the fleet's, so that a restart does
-   * not begin it anew.
+   * This replica just took the lease over: the wall-clock time of its next tick, or undefined when it keeps its
+   * own grid, next due at `slot`. When nothing ran yet under any options, its own grid becomes the fleet's, so
+   * that a restart does not begin it anew, and a slot that came before it held the lease is due now.
    */
   takeOver(stored: PeriodicFleetSchedule | null, slot: number, wallNow: number): number | undefined {
+    const unheld = this.unheldSlot;
+    this.unheldSlot = 0;
     const next = fleetNext(stored, this.grid, this.after, wallNow);
-    if (next === undefined) void this.lease.writeSchedule({ grid: this.grid, last: 0, next: slot });
-    return next;
+    if (next !== undefined) return next;
+    void this.lease.writeSchedule({ grid: this.grid, last: 0, next: unheld || slot });
+    return unheld || undefined;
   }
 
-  /** Gives the lease up once the last claim has settled. */
+  /** Gives the slot claimed but not started back to the fleet, then the lease up, once the last claim has settled. */
   release(): Promise<void> {
-    return this.lease.release(this.claiming);
+    const { grid, lease } = this;
+    const givenBack = Promise.resolve(this.claiming).then(() => {
+      const slot = this.unstarted;
+      if (slot !== 0) return lease.writeSchedule({ grid, last: slot, next: slot });
+    });
+    return lease.release(givenBack);
   }
 }
 

@@ -191,8 +191,10 @@ export function resolveOptions(
     }
     calendar = Calendar.of(where, cron, given.timezone ?? processTimeZone());
     const gap = jitter === 0 ? Infinity : calendar.shortestGap();
-    if (jitter >= gap)
+    if (jitter >= gap) {
+      calendar.release();
       throw jitterTooLong(where, jitter, `the shortest gap between the slots of "cron" (${gap}ms)`);
+    }
   }
   const options: ResolvedPeriodicOptions = {
     name: given.name!,

@@ -30,7 +30,6 @@ export class PeriodicScheduler extends SchedulerControls {
     // A tick still waiting when the next comes (a pattern's gap that day was shorter than the jitter) goes now.
     if (this.jittered !== undefined) this.tickJittered();
     this.jittered = { scheduledAt, slot };
-    this.waiting();
     this.jitterTimer ??= new DeadlineTimer({ onDeadline: () => this.tickJittered() });
     this.jitterTimer.armAt(scheduledAt + Math.random() * jitter);
   }
@@ -39,7 +38,6 @@ export class PeriodicScheduler extends SchedulerControls {
     const { scheduledAt, slot } = this.jittered!;
     this.jittered = undefined;
     this.jitterTimer!.cancel();
-    this.pending = false;
     void this.handleTick(scheduledAt, slot, undefined);
   }
 
@@ -63,27 +61,45 @@ export class PeriodicScheduler extends SchedulerControls {
     if (this.phase !== 'ticking') return undefined;
     const { lease } = this;
     // Without the lease, or paused, a tick starts nothing: no guard, no event.
-    if (lease?.held === false || this.paused) return this.endTickWithoutRun(triggered);
-    if (this.pending) {
+    if (lease?.held === false) {
+      if (!triggered && this.options.mode === 'auto') this.fleet!.unheld(slot);
+      return this.endTickWithoutRun(triggered);
+    }
+    if (this.paused) return this.endTickWithoutRun(triggered);
+    // One guard at a time; and one claim at a time, which a trigger does not make.
+    if (this.guardPending || (this.claimPending && !triggered)) {
       this.missed(1);
       return this.endTickWithoutRun(triggered);
     }
     if (lease === undefined || this.options.mode === 'manual' || triggered)
       return this.passGuard(scheduledAt, slot, waiter, triggered);
     // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
-    this.waiting();
+    this.claimPending = true;
+    this.waitingSince = now();
     const fleet = this.fleet!;
-    return fleet.claim(
-      slot,
-      (held) => {
-        this.pending = false;
-        // Paused meanwhile: the slot was claimed, and is dropped as any tick of a paused job.
-        if (!held || this.paused) return this.endTickWithoutRun();
-        fleet.hold(slot);
-        return this.passGuard(scheduledAt, slot, waiter);
-      },
-      () => this.phase === 'stopped',
-    );
+    return fleet.claim(slot).then((held) => {
+      this.claimPending = false;
+      if (!held) return this.endTickWithoutRun();
+      // Closing meanwhile: the claimed slot is given back to the fleet when the lease is released.
+      if (this.phase !== 'ticking') return undefined;
+      // Paused meanwhile, or a trigger's guard is pending: the slot was claimed, and is dropped.
+      if (this.paused || this.guardPending) {
+        fleet.settled();
+        if (this.guardPending) this.missed(1);
+        return this.endTickWithoutRun();
+      }
+      fleet.hold(slot);
+      const started = this.passGuard(scheduledAt, slot, waiter);
+      if (!isThenable(started)) {
+        fleet.settled();
+        return started;
+      }
+      return started.then((run) => {
+        // A guard that answers once the job is closing leaves its slot to be given back.
+        if (this.phase === 'ticking') fleet.settled();
+        return run;
+      });
+    });
   }
 
   private passGuard(
@@ -105,17 +121,18 @@ export class PeriodicScheduler extends SchedulerControls {
     } catch (error) {
       return this.guardFailed(error, triggered);
     }
-    this.waiting();
+    this.guardPending = true;
+    this.waitingSince = now();
     return Promise.resolve(verdict).then(
       (passed) => {
-        this.pending = false;
+        this.guardPending = false;
         // The lease may have been lost, or the job paused, while the guard was pending.
         return passed && this.lease?.held !== false && !this.paused
           ? this.startRun(scheduledAt, slot, waiter, triggered)
           : this.endTickWithoutRun(triggered);
       },
       (error: unknown) => {
-        this.pending = false;
+        this.guardPending = false;
         return this.guardFailed(error, triggered);
       },
     );
@@ -153,7 +170,7 @@ export class PeriodicScheduler extends SchedulerControls {
     run.waiter = waiter;
     run.triggered = triggered;
     this.runs.push(run);
-    this.record.runStarted(run.context.startedAt);
+    this.record.runStarted(Date.now());
     if (this.events.wants('started')) {
       const { jobId, startedAt } = run.context;
       this.events.emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
@@ -182,9 +199,8 @@ export class PeriodicScheduler extends SchedulerControls {
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void {
     this.runs.splice(this.runs.indexOf(run), 1);
     // Read before the next tick is armed, so that the gap from this end to it is never below `every`.
-    const endedAt = now();
-    const durationMs = endedAt - run.context.startedAt;
-    this.record.runEnded(reason, endedAt, durationMs, failed, error);
+    const durationMs = Math.round((now() - run.context.startedAt) * 1000) / 1000;
+    this.record.runEnded(reason, Date.now(), durationMs, failed, error);
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
     if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !run.replaced && !run.triggered) {

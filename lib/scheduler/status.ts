@@ -1,4 +1,3 @@
-import { now } from './clock.js';
 import { FAILED_RUNS, type JobExitReason } from './events.js';
 import type { ResolvedPeriodicOptions, SchedulerMode } from './options.js';
 
@@ -28,9 +27,9 @@ export interface PeriodicJobStatus {
 }
 
 /**
- * What a job did, counted as it happens: plain numbers, and times on the `now()` timeline that runs already
- * read, so that keeping them reads no clock; a status turns them into dates when it is asked for. A job gets
- * its record with the first thing it has to count, so that idle jobs cost nothing.
+ * What a job did, counted as it happens: plain numbers, and the wall-clock times things happened at, so that a
+ * clock set later moves none of them. A job gets its record with the first thing it has to count, so that idle
+ * jobs cost nothing.
  */
 export class JobRecord {
   started = 0;
@@ -44,7 +43,7 @@ export class JobRecord {
   shutdown = 0;
   leaseLost = 0;
   consecutiveFailures = 0;
-  /** On the `now()` timeline, as `lastSucceededAt` and `lastEndedAt`; NaN until there is one. */
+  /** Epoch ms, as `lastSucceededAt` and `lastEndedAt`; NaN until there is one. */
   lastStartedAt = NaN;
   lastSucceededAt = NaN;
   /** The last run that ended; its `error` only when it threw or rejected. */
@@ -53,13 +52,13 @@ export class JobRecord {
   lastDurationMs = 0;
   lastError: { value: unknown } | undefined = undefined;
 
-  /** @param startedAt on the `now()` timeline. */
+  /** @param startedAt epoch ms. */
   runStarted(startedAt: number): void {
     this.started++;
     this.lastStartedAt = startedAt;
   }
 
-  /** @param at on the `now()` timeline. */
+  /** @param at epoch ms. */
   runEnded(reason: JobExitReason, at: number, durationMs: number, failed: boolean, error: unknown): void {
     this[reason]++;
     this.lastReason = reason;
@@ -92,8 +91,7 @@ const MAX_DATE = 8.64e15;
 /** A job's status from its record (none yet: nothing happened). */
 export function statusOf(source: StatusSource, record: JobRecord = NEVER): PeriodicJobStatus {
   const { options, lease } = source;
-  const epoch = Date.now() - now();
-  const date = (at: number): Date | null => (Number.isNaN(at) ? null : new Date(epoch + at));
+  const date = (at: number): Date | null => (Number.isNaN(at) ? null : new Date(at));
   const { lastReason } = record;
   return {
     name: options.name,
@@ -113,7 +111,7 @@ export function statusOf(source: StatusSource, record: JobRecord = NEVER): Perio
         ? null
         : {
             reason: lastReason,
-            at: new Date(epoch + record.lastEndedAt),
+            at: new Date(record.lastEndedAt),
             durationMs: record.lastDurationMs,
             ...(record.lastError === undefined ? {} : { error: record.lastError.value }),
           },

@@ -1,12 +1,21 @@
 import type { Calendar } from './calendar.js';
-import { DeadlineTimer, now } from './clock.js';
+import {
+  DeadlineTimer,
+  now,
+  type SystemTimeListener,
+  underFakeTimers,
+  unwatchSystemTime,
+  watchSystemTime,
+} from './clock.js';
 import type { JobEvents } from './events.js';
 import type { FleetSlots } from './fleet.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
 /**
  * A cron job waiting for a slot looks at the wall clock at least this often (ms), so that it notices a clock set
- * forward or a machine that slept: the monotonic clock its timer runs on does neither.
+ * forward or a machine that slept: the monotonic clock its timer runs on does neither. Under a test's fake timers
+ * its timer aims at the slot itself, as the test's helpers expect of one timer per job, and a clock the test
+ * sets is noticed when it is set.
  */
 const WALL_CHECK = 10_000;
 /** How many slots that passed unseen a cron job counts one by one before it looks the latest one up. */
@@ -26,7 +35,7 @@ export interface TickTarget {
  * nothing and only reports the next tick. Each tick has a slot, its wall-clock time, which names it to the fleet,
  * and a deadline on the monotonic clock, which the timer aims at.
  */
-export class TickTimer {
+export class TickTimer implements SystemTimeListener {
   /** Auto mode: the deadline the timer aims at, on the `now()` timeline. */
   deadline = 0;
   /** Auto mode: the same deadline on the wall clock (`Date.now()`). */
@@ -53,6 +62,18 @@ export class TickTimer {
 
   cancel(): void {
     this.timer?.cancel();
+    if (this.calendar !== undefined) unwatchSystemTime(this);
+  }
+
+  /** The job is done with its schedule: its calendar may be forgotten. */
+  release(): void {
+    this.cancel();
+    this.calendar?.release();
+  }
+
+  /** @internal A test set the wall clock: a cron job's timer aims at its slot again. */
+  systemTimeSet(): void {
+    if (this.armed) this.aim(this.slot, Date.now());
   }
 
   /** @internal The timer reached its deadline. */
@@ -163,7 +184,11 @@ export class TickTimer {
   private aim(slot: number, wallNow: number): void {
     this.slot = slot;
     this.deadline = now() + (slot - wallNow);
-    const check = this.calendar === undefined ? Infinity : now() + WALL_CHECK;
+    let check = Infinity;
+    if (this.calendar !== undefined) {
+      if (underFakeTimers()) watchSystemTime(this);
+      else check = now() + WALL_CHECK;
+    }
     (this.timer ??= new DeadlineTimer(this)).armAt(Math.min(this.deadline, check));
   }
 

@@ -3,6 +3,7 @@
 // One test runs on real timers.
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
+import { cachedCalendars } from '../../lib/scheduler/calendar.js';
 import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
@@ -267,9 +268,104 @@ describe('clocks that jump', () => {
   it('a machine that slept a year with an every-second pattern: one run, a lower bound of missed, no hang', () => {
     const { slots, log } = cronJob('2026-01-01T00:00:00Z', { cron: '* * * * * *', timezone: 'UTC' });
     jest.setSystemTime(new Date('2027-01-01T00:00:00.500Z'));
-    jest.advanceTimersByTime(1000);
-    expect(slots).toEqual(['2027-01-01T00:00:01.000Z']);
+    jest.advanceTimersByTime(0);
+    expect(slots).toEqual(['2027-01-01T00:00:00.000Z']);
+    expect(log.of('missed')).toHaveLength(1);
     expect(log.of('missed')[0].count).toBeGreaterThan(1000);
+    jest.advanceTimersByTime(1000);
+    expect(slots).toEqual(['2027-01-01T00:00:00.000Z', '2027-01-01T00:00:01.000Z']);
+  });
+});
+
+describe("Jest's timer helpers: one timer per job, aimed at its slot", () => {
+  it('runOnlyPendingTimers runs an hourly job whose slot is a minute away', () => {
+    const { slots } = cronJob('2026-01-01T10:59:00Z', { cron: '0 * * * *', timezone: 'UTC' });
+    jest.runOnlyPendingTimers();
+    expect(slots).toEqual(['2026-01-01T11:00:00.000Z']);
+  });
+
+  it('advanceTimersToNextTimer reaches the next slot, one job at a time', () => {
+    const hourly = cronJob('2026-01-01T10:59:00Z', { cron: '0 * * * *', timezone: 'UTC' });
+    jest.advanceTimersToNextTimer();
+    expect(hourly.slots).toEqual(['2026-01-01T11:00:00.000Z']);
+    jest.advanceTimersToNextTimer();
+    expect(hourly.slots).toEqual(['2026-01-01T11:00:00.000Z', '2026-01-01T12:00:00.000Z']);
+  });
+
+  it('getTimerCount counts each armed cron job once', () => {
+    cronJob('2026-01-01T10:59:00Z', { cron: '0 * * * *', timezone: 'UTC' });
+    const daily = new PeriodicScheduler({
+      name: 'daily',
+      cron: '0 3 * * *',
+      timezone: 'UTC',
+      run: () => undefined,
+    });
+    daily.start();
+    schedulers.push(daily);
+    expect(jest.getTimerCount()).toBe(2);
+  });
+
+  it('jest.setSystemTime then advanceTimersByTime runs the slots that fall in between, once each', () => {
+    const { slots, log } = cronJob('2026-01-01T00:00:00Z', { cron: '0 3 * * *', timezone: 'UTC' });
+    jest.setSystemTime(new Date('2026-01-01T02:59:59Z'));
+    jest.advanceTimersByTime(999);
+    expect(slots).toEqual([]);
+    jest.advanceTimersByTime(1);
+    expect(slots).toEqual(['2026-01-01T03:00:00.000Z']);
+    jest.advanceTimersByTime(24 * HOUR);
+    expect(slots).toEqual(['2026-01-01T03:00:00.000Z', '2026-01-02T03:00:00.000Z']);
+    expect(log.of('missed')).toEqual([]);
+  });
+
+  it('a clock set forward past a slot: the run comes with the next advance, not ten seconds later', () => {
+    const { slots, log } = cronJob('2026-01-01T00:00:00Z', { cron: '0 * * * *', timezone: 'UTC' });
+    jest.setSystemTime(new Date('2026-01-01T02:00:30Z'));
+    jest.advanceTimersByTime(0);
+    expect(slots).toEqual(['2026-01-01T02:00:00.000Z']);
+    expect(log.of('missed')).toEqual([{ type: 'missed', name: 'job', count: 1 }]);
+  });
+});
+
+describe('calendars are freed with their last job', () => {
+  it('600 jobs of distinct patterns, started and stopped, leave no parsed pattern behind', async () => {
+    jest.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z') });
+    const before = cachedCalendars();
+    const jobs = Array.from({ length: 600 }, (_, i) => {
+      const job = new PeriodicScheduler({
+        name: `job${i}`,
+        cron: `${i % 60} ${Math.floor(i / 60)} * * *`,
+        timezone: 'UTC',
+        run: () => undefined,
+      });
+      job.start();
+      return job;
+    });
+    expect(cachedCalendars()).toBe(before + 600);
+    await Promise.all(jobs.map((job) => job.stop()));
+    expect(cachedCalendars()).toBe(before);
+  });
+
+  it('jobs of one pattern share its calendar until the last of them stops', async () => {
+    jest.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z') });
+    const before = cachedCalendars();
+    const make = (name: string) =>
+      new PeriodicScheduler({ name, cron: '7 7 7 7 *', timezone: 'UTC', run: () => undefined });
+    const [a, b] = [make('a'), make('b')];
+    a.start();
+    b.start();
+    expect(cachedCalendars()).toBe(before + 1);
+    await a.stop();
+    expect(cachedCalendars()).toBe(before + 1);
+    await b.stop();
+    expect(cachedCalendars()).toBe(before);
+  });
+
+  it('a job refused after its pattern was parsed keeps nothing of it', () => {
+    const before = cachedCalendars();
+    expect(
+      () => new PeriodicScheduler({ name: 'j', cron: '8 8 8 8 *', jitter: 10 ** 12, run: () => undefined }),
+    ).toThrow(PeriodicConfigError);
+    expect(cachedCalendars()).toBe(before);
   });
 });
 

@@ -22,6 +22,8 @@ class Link implements PeriodicCoordinator {
   cut = false;
   /** While set, writes of the schedule wait for it, as over a slow network. */
   held: Promise<void> | undefined;
+  /** How long every command takes to reach the store, in ms. */
+  latency = 0;
   readonly leaseMs: number;
 
   constructor(private readonly store: InMemoryCoordinator) {
@@ -46,8 +48,10 @@ class Link implements PeriodicCoordinator {
     return this.send(() => this.store.writeSchedule(name, owner, token, schedule));
   }
 
-  private send<T>(command: () => Promise<T>): Promise<T> {
-    return this.cut ? Promise.reject(new Error('connect ECONNREFUSED')) : command();
+  private async send<T>(command: () => Promise<T>): Promise<T> {
+    if (this.latency > 0) await new Promise((resolve) => setTimeout(resolve, this.latency));
+    if (this.cut) throw new Error('connect ECONNREFUSED');
+    return command();
   }
 }
 
@@ -68,8 +72,10 @@ function fleet(options: Options = { every: EVERY }) {
   return {
     store,
     runs,
-    start(replica: string, own: Partial<Options> = {}) {
+    /** Starts a replica whose commands take `latency` ms to reach the store. */
+    start(replica: string, own: Partial<Options> = {}, latency = 0) {
       const link = new Link(store);
+      link.latency = latency;
       const log = new EventLog();
       const scheduler = new PeriodicScheduler(
         {
@@ -180,6 +186,37 @@ describe('the fleet keeps one grid', () => {
     expect(slotIndexes(jobs.runs)).toEqual([0, 1, 2, 3]);
     // B took the lease within leaseMs / 3 of the release, and ran the slot A had claimed at once.
     expect(jobs.runs[1].at - jobs.runs[1].slot).toBeLessThan(LEASE_MS / 3);
+  });
+
+  it('the first holder runs a slot due at its start at once (initialDelay: 0), and the next one on its grid', async () => {
+    const jobs = fleet({ every: 60_000, initialDelay: 0 });
+    const started = Date.now();
+    // The store answers in 2 ms: the first tick comes before the lease.
+    jobs.start('A', {}, 2);
+    await advance(10);
+    expect(jobs.runs).toEqual([{ replica: 'A', at: expect.any(Number), slot: started }]);
+    expect(jobs.runs[0].at - started).toBeLessThan(10);
+    jobs.start('B');
+    await advance(60_000);
+    const stopped = jobs.stopAll();
+    await advance(LEASE_MS);
+    await stopped;
+    expect(jobs.runs.map((run) => run.slot - started)).toEqual([0, 60_000]);
+  });
+
+  it('a holder whose guard is pending closes at once and releases its lease; the next holder runs the slot', async () => {
+    const jobs = fleet();
+    jobs.start('A', { when: () => new Promise<boolean>(() => undefined) });
+    jobs.start('B');
+    await advance(EVERY);
+    let closed = false;
+    void jobs.stop('A').then(() => (closed = true));
+    await advance(0);
+    expect(closed).toBe(true);
+    await advance(LEASE_MS / 3);
+    await jobs.stopAll();
+    expect(jobs.runs.map((run) => run.replica)).toEqual(['B']);
+    expect(jobs.runs[0].at - jobs.runs[0].slot).toBeLessThan(LEASE_MS / 3);
   });
 
   it('a holder whose claim gets no answer still closes, within leaseMs / 3', async () => {

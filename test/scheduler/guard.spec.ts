@@ -126,6 +126,30 @@ describe('at most one pending guard', () => {
     expect(log.of('started')).toEqual([expect.objectContaining({ jobId: 1, scheduledAt: 10 })]);
   });
 
+  it('with jitter: a tick while an async guard is pending starts nothing and is counted in a missed event', async () => {
+    const verdict = deferred<boolean>();
+    let calls = 0;
+    jest.spyOn(Math, 'random').mockReturnValue(0.5);
+    const { log } = startScheduler({
+      every: 1000,
+      jitter: 100,
+      when: () => {
+        calls++;
+        return verdict.promise;
+      },
+    });
+    jest.advanceTimersByTime(1050);
+    expect(calls).toBe(1);
+    jest.advanceTimersByTime(2000);
+    expect(calls).toBe(1);
+    expect(log.of('missed').map((event) => event.count)).toEqual([1, 1]);
+    verdict.resolve(true);
+    await flush();
+    expect(log.of('started')).toEqual([expect.objectContaining({ jobId: 1, scheduledAt: 1000 })]);
+    jest.advanceTimersByTime(1000);
+    expect(calls).toBe(2);
+  });
+
   it('a guard that settles after stop() starts nothing', async () => {
     const verdict = deferred<boolean>();
     const { scheduler, log } = startScheduler({ every: 10, mode: 'manual', when: () => verdict.promise });

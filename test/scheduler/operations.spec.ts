@@ -250,6 +250,31 @@ describe('status()', () => {
     });
     await scheduler.stop();
   });
+
+  it('dates are when things happened: a clock set forward later moves none of them', async () => {
+    jest.setSystemTime(new Date('2026-01-01T10:00:00Z'));
+    const { scheduler } = startScheduler({ every: 1000 });
+    jest.advanceTimersByTime(1000);
+    await flush();
+    const before = scheduler.status();
+    jest.setSystemTime(new Date('2026-01-01T10:30:00Z'));
+    const after = scheduler.status();
+    expect(after.lastStartedAt).toEqual(new Date('2026-01-01T10:00:01Z'));
+    expect(after.lastFinished?.at).toEqual(before.lastFinished?.at);
+    expect(after.lastSucceededAt).toEqual(new Date('2026-01-01T10:00:01Z'));
+  });
+
+  it('durations are rounded to the microsecond, in the status and in events', async () => {
+    const { scheduler, log } = startScheduler({ every: 1000, mode: 'manual' });
+    const fake = performance.now.bind(performance);
+    let calls = 0;
+    jest.spyOn(performance, 'now').mockImplementation(() => fake() + 0.1234567891 * ++calls);
+    await scheduler.syncTick();
+    const { durationMs } = scheduler.status().lastFinished!;
+    expect(durationMs).toBeGreaterThan(0);
+    expect(durationMs).toBe(Math.round(durationMs * 1000) / 1000);
+    expect(log.of('finished')[0].durationMs).toBe(durationMs);
+  });
 });
 
 describe('trigger()', () => {
@@ -311,6 +336,31 @@ describe('trigger()', () => {
     await flush();
     expect(scheduler.status().nextTickAt).toEqual(at(Date.now() + 1000));
     expect(log.of('nextTick').map((event) => event.in)).toEqual([1000, 1000]);
+  });
+
+  it('during the jitter wait of a tick: a run now; the waiting tick then runs as its policy says', async () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0.9);
+    const { scheduler, log } = startScheduler({
+      every: 10_000,
+      jitter: 5000,
+      onOverlap: 'ignore',
+      run: stuckRun,
+    });
+    jest.advanceTimersByTime(10_000);
+    expect(await scheduler.trigger()).toEqual({ ok: true, jobId: 1 });
+    expect(log.of('missed')).toEqual([]);
+    jest.advanceTimersByTime(4500);
+    expect(log.of('skipped')).toEqual([{ type: 'skipped', name: 'job', stillRunning: 1 }]);
+  });
+
+  it('while an async guard is pending: one guard at a time, so the trigger starts nothing and counts as missed', async () => {
+    const verdict = deferred<boolean>();
+    const { scheduler, log } = startScheduler({ every: 10_000, when: () => verdict.promise });
+    jest.advanceTimersByTime(10_000);
+    expect(await scheduler.trigger()).toEqual({ ok: false, error: 'jobNotStarted' });
+    expect(log.of('missed')).toEqual([{ type: 'missed', name: 'job', count: 1 }]);
+    verdict.resolve(true);
+    await flush();
   });
 
   it('manual mode: the same as tick()', async () => {
