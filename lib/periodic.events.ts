@@ -36,7 +36,12 @@ export class PeriodicEvents {
   private readonly logger = new Logger(LOGGER_CONTEXT);
 
   /** @param log turns events into log lines; none when the module's `logger` option is off. */
-  constructor(private readonly log?: EventLogger) {}
+  constructor(private log?: EventLogger) {}
+
+  /** @internal The module's options are settled: events are logged as they say. */
+  logWith(log: EventLogger | undefined): void {
+    this.log = log;
+  }
 
   /** Calls `listener` with every event of `type` (`'*'`: every event); returns the function that unsubscribes it. */
   on<T extends PeriodicEventType>(type: T, listener: (event: PeriodicEventOf<T>) => void): () => void;

@@ -5,7 +5,13 @@ import { DEFAULT_LOG_LEVELS } from './periodic.logger.js';
 import { periodicOptionsOf } from './periodic.decorator.js';
 import { Lifecycle } from './periodic.lifecycle.js';
 import { openTelemetry } from './telemetry/open-telemetry.js';
-import { type App, appOf, importedOptions, type ResolvedModuleOptions } from './periodic.options.js';
+import {
+  type App,
+  appOf,
+  importedOptions,
+  type ResolvedModuleOptions,
+  settleOptions,
+} from './periodic.options.js';
 import { PeriodicConfigError } from './scheduler/errors.js';
 import { checkOption, JOB_OPTION_NAMES, type PeriodicOptions } from './scheduler/options.js';
 import { nearest, readOptions } from './scheduler/rules.js';
@@ -69,6 +75,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
   onModuleInit(): void | Promise<void> {
     if (this.app.explorer !== undefined) return;
     this.app.explorer = this;
+    settleOptions(this.app, this.container);
     if (!this.app.options.telemetry) return this.explore();
     return openTelemetry(this.app.events).then((telemetry) => {
       this.app.telemetry = telemetry;

@@ -133,8 +133,11 @@ function jobOverrides(where: string, jobs: PeriodicModuleOptions['jobs']): Resol
 
 /** What one application shares between every import of `PeriodicModule` in it. */
 export interface App {
-  /** The options of the first import. */
-  readonly options: ResolvedModuleOptions;
+  /**
+   * The options of the first import: the one nearest the root module. Until every import's options are built
+   * (`settleOptions`), those of the nearest import built so far.
+   */
+  options: ResolvedModuleOptions;
   readonly registry: PeriodicRegistry;
   readonly events: PeriodicEvents;
   /** The explorer that discovers the jobs: the first to initialise; the others stand by. */
@@ -150,43 +153,83 @@ type Job = PeriodicSchedulerOptions['run'];
 const apps = new WeakMap<ModulesContainer, App>();
 
 /**
- * The registry and emitter of the application that owns `container`, made with the module's options when the
- * first of them is injected, so that a job added before the module initialises (from a constructor or a
- * factory) gets those options too. `given` are the options of the import asking; the first import's apply, as
- * far as they are known yet: those of `forRoot()` always are.
+ * The registry and emitter of the application that owns `container`, made when the first of them is injected,
+ * so that a job added before the module initialises (from a constructor or a factory) finds them. `given` are
+ * the options of the import asking, which apply until nearer ones are built: a `forRootAsync()` whose factory
+ * awaits I/O is built after a feature module's `forRoot()`, and still wins once it is (`settleOptions`).
  */
 export function appOf(container: ModulesContainer, given: ResolvedModuleOptions): App {
   let app = apps.get(container);
   if (app === undefined) {
-    const options = importedOptions(container)[0] ?? given;
     // The event logger names a job's timeout, which only the registry knows; it is read when a run times out.
     const timeoutOf = (name: string): number => (registry.has(name) ? registry.get(name).options.timeout : 0);
-    const events = new PeriodicEvents(
-      options.logger === false ? undefined : eventLogger(options.logger, timeoutOf),
-    );
+    const events = new PeriodicEvents();
     // Read on each run: jobs are made before the explorer loads the telemetry. Without it, jobs are called as
     // they are.
-    const traced = options.telemetry
-      ? (job: Job): Job =>
-          (context) =>
-            shared.telemetry === undefined ? job(context) : shared.telemetry.run(context, job)
-      : (job: Job): Job => job;
-    const registry: PeriodicRegistry = new PeriodicRegistry(events, options, traced);
-    // Failures of the store are logged whatever `logger` says: they stop exclusive jobs.
-    if (options.coordinator !== undefined)
-      reportCoordinatorTo(options.coordinator, new Logger(LOGGER_CONTEXT));
-    const shared: App = { options, registry, events, explorer: undefined, telemetry: undefined, traced };
+    const traced = (job: Job): Job =>
+      shared.options.telemetry
+        ? (context) => (shared.telemetry === undefined ? job(context) : shared.telemetry.run(context, job))
+        : job;
+    const registry: PeriodicRegistry = new PeriodicRegistry(
+      events,
+      {
+        get mode() {
+          return shared.options.mode;
+        },
+        get coordinator() {
+          return shared.options.coordinator;
+        },
+      },
+      traced,
+    );
+    const shared: App = {
+      options: importedOptions(container)[0] ?? given,
+      registry,
+      events,
+      explorer: undefined,
+      telemetry: undefined,
+      traced,
+    };
+    events.logWith(loggerOf(shared.options, timeoutOf));
     apps.set(container, (app = shared));
+    unsettled.set(shared, timeoutOf);
   }
   return app;
 }
 
-/** The options of every import of `PeriodicModule` whose options are built already, in the container's order. */
+/** The apps whose options may still change, with how their event logger finds a job's timeout. */
+const unsettled = new WeakMap<App, (name: string) => number>();
+
+/**
+ * Every import's options are built (the module initialises): the first import's apply from now on, to the
+ * registry, the event logger and the coordinator's failures.
+ */
+export function settleOptions(app: App, container: ModulesContainer): void {
+  const timeoutOf = unsettled.get(app);
+  if (timeoutOf === undefined) return;
+  unsettled.delete(app);
+  app.options = importedOptions(container)[0] ?? app.options;
+  app.events.logWith(loggerOf(app.options, timeoutOf));
+  // Failures of the store are logged whatever `logger` says: they stop exclusive jobs.
+  if (app.options.coordinator !== undefined)
+    reportCoordinatorTo(app.options.coordinator, new Logger(LOGGER_CONTEXT));
+}
+
+function loggerOf(options: ResolvedModuleOptions, timeoutOf: (name: string) => number) {
+  return options.logger === false ? undefined : eventLogger(options.logger, timeoutOf);
+}
+
+/**
+ * The options of every import of `PeriodicModule` whose options are built already, the import nearest the root
+ * module first (then in the container's order).
+ */
 export function importedOptions(container: ModulesContainer): ResolvedModuleOptions[] {
-  const found: ResolvedModuleOptions[] = [];
+  const found: { options: ResolvedModuleOptions; distance: number }[] = [];
   for (const module of container.values()) {
     const options: unknown = module.providers.get(PERIODIC_MODULE_OPTIONS)?.instance;
-    if (options !== undefined && options !== null) found.push(options as ResolvedModuleOptions);
+    if (options !== undefined && options !== null) {
+      found.push({ options: options as ResolvedModuleOptions, distance: module.distance });
+    }
   }
-  return found;
+  return found.sort((a, b) => a.distance - b.distance).map((import_) => import_.options);
 }

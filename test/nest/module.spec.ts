@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { Injectable, Module } from '@nestjs/common';
-import { Periodic, PeriodicModule, PeriodicRegistry } from '../../lib/index.js';
+import { InMemoryCoordinator, Periodic, PeriodicModule, PeriodicRegistry } from '../../lib/index.js';
 import { typesOf, useApps } from './helpers.js';
 
 @Injectable()
@@ -43,6 +43,37 @@ describe('PeriodicModule.forRoot()', () => {
     expect(app.logs.periodic()).toContain(
       "warn: PeriodicModule is imported 2 times with different options; the first import's apply: " +
         "{ mode: 'manual', logger: true }",
+    );
+  });
+
+  it("forRootAsync in the root, whose factory awaits I/O, and a feature module's forRoot(): the root's options apply", async () => {
+    @Injectable()
+    class Exclusive {
+      @Periodic({ every: 1000, exclusive: true })
+      run(): void {}
+    }
+    @Module({ imports: [PeriodicModule.forRoot({ logger: false })], providers: [Exclusive] })
+    class FeatureModule {}
+    const coordinator = new InMemoryCoordinator();
+
+    const app = await createApp({
+      imports: [
+        PeriodicModule.forRootAsync({
+          useFactory: async () => {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            return { mode: 'manual' as const, coordinator, jobs: { 'Counter.count': { every: 5000 } } };
+          },
+        }),
+        FeatureModule,
+      ],
+      providers: [Counter],
+    });
+    expect(app.registry.get('Counter.count').options).toMatchObject({ mode: 'manual', every: 5000 });
+    expect(app.registry.get('Exclusive.run').options).toMatchObject({ mode: 'manual', exclusive: true });
+    expect(app.logs.periodic()).toContainEqual(
+      expect.stringMatching(
+        /^warn: PeriodicModule is imported 2 times with different options; the first import's apply: \{ mode: 'manual', logger: true, coordinator/,
+      ),
     );
   });
 
