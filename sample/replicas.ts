@@ -17,7 +17,7 @@ import {
 export class RedisConnection implements OnApplicationShutdown {
   // Failures are logged by the coordinator, at most once per lease period; this keeps ioredis from printing
   // each failed reconnection as well.
-  readonly client = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 1 }).on(
+  readonly client = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 1, commandTimeout: 3000 }).on(
     'error',
     () => undefined,
   );

@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
 import { describeValue } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
@@ -67,6 +68,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       leaseMs = 10_000,
     } = given as unknown as PostgresCoordinatorOptions;
     this.#pool = pool;
+    // pg emits the error of a connection that drops while idle on its pool (or client), and an emitter with no
+    // listener for 'error' throws it: the whole process would go down with the database. The next statement
+    // fails and is reported by the scheduler, so this listener only keeps the process up.
+    (pool as Partial<Pick<EventEmitter, 'on'>>).on?.('error', () => undefined);
     this.table = table
       .split('.')
       .map((part) => `"${part}"`)
