@@ -99,6 +99,8 @@ export function eventLogger(
   };
   const failure = (kind: PeriodicLogKind, what: string, error: unknown): void =>
     line(kind, ...failureLine(what, error));
+  /** By job: the last way its runs failed, and how many runs in a row failed that way. */
+  const failing = new Map<string, { same: string; times: number }>();
   const wanted = new Set(LOG_KINDS.filter((kind) => levels[kind] !== false).flatMap((kind) => SOURCES[kind]));
   return {
     wants: (type, reason) =>
@@ -106,6 +108,7 @@ export function eventLogger(
         ? levels[KIND_OF_ENDING[reason]] !== false
         : wanted.has(type),
     write: (event) => {
+      if (event.type === 'finished' && event.reason !== 'error') failing.delete(event.name);
       switch (event.type) {
         case 'started':
           return line('started', `job ${event.name}#${event.jobId} started`);
@@ -122,8 +125,20 @@ export function eventLogger(
               return line('timeout', `${run} timed out after ${timeoutOf(event.name)}ms`);
             case 'leaseLost':
               return line('leaseLost', `${run} stopped: the lease was lost`);
-            case 'error':
-              return failure('error', `${run} failed`, event.error);
+            case 'error': {
+              // The stack once; then, while the job fails the same way, one line per failure.
+              const same = sameness(event.error);
+              const last = failing.get(event.name);
+              if (last?.same !== same) {
+                failing.set(event.name, { same, times: 1 });
+                return failure('error', `${run} failed`, event.error);
+              }
+              last.times++;
+              return line(
+                'error',
+                `${run} failed again (${ordinal(last.times)} in a row): ${messageOf(event.error)}`,
+              );
+            }
           }
           return;
         }
@@ -135,7 +150,7 @@ export function eventLogger(
         case 'stoppedPrevious':
           return line('stoppedPrevious', `stopped previous run ${event.name}#${event.jobId}`);
         case 'missed':
-          return line('missed', `${event.name} missed ${event.count} ticks`);
+          return line('missed', `${event.name} missed ${event.count} tick${event.count === 1 ? '' : 's'}`);
         case 'guardFailed':
           return failure('guardFailed', `guard of ${event.name} failed`, event.error);
         case 'leaseAcquired':
@@ -150,6 +165,20 @@ export function eventLogger(
   };
 }
 
+/** What makes two failures the same: the error's class and message. */
+function sameness(error: unknown): string {
+  return isError(error) ? `${error.name}: ${error.message}` : describeValue(error);
+}
+
+/** 2nd, 3rd, 4th, 11th, 21st … */
+function ordinal(count: number): string {
+  const teen = Math.floor(count / 10) % 10 === 1;
+  const suffix = teen
+    ? 'th'
+    : (({ 1: 'st', 2: 'nd', 3: 'rd' } as Record<number, string>)[count % 10] ?? 'th');
+  return `${count}${suffix}`;
+}
+
 /** `<what>: <message>` at error level, with the stack when the value thrown is an `Error`. */
 export function logError(logger: Logger, what: string, error: unknown): void {
   logger.error(...failureLine(what, error));
@@ -157,7 +186,11 @@ export function logError(logger: Logger, what: string, error: unknown): void {
 
 /** `<what>: <message>` and the stack of an `Error`; an error without a message is named by its class. */
 function failureLine(what: string, error: unknown): [message: string, stack?: string] {
-  return isError(error)
-    ? [`${what}: ${error.message || error.name}`, error.stack]
-    : [`${what}: ${describeValue(error)}`];
+  const message = `${what}: ${messageOf(error)}`;
+  return isError(error) ? [message, error.stack] : [message];
+}
+
+/** An error's message, or its class when it has none; any other value as it is. */
+function messageOf(error: unknown): string {
+  return isError(error) ? error.message || error.name : describeValue(error);
 }

@@ -33,7 +33,24 @@ export async function openTelemetry(
       { cause: error },
     );
   }
+  warnWithoutContextManager(api);
   return new RunTelemetry(api, events);
+}
+
+/**
+ * Without a context manager (`trace.setGlobalTracerProvider` alone registers none), `context.with` makes nothing
+ * active: the run's span is made, but the spans the run creates are roots of traces of their own.
+ */
+function warnWithoutContextManager(api: Api): void {
+  const key = api.createContextKey('nestjs-periodic: does the context propagate?');
+  const probe = api.context.active().setValue(key, true);
+  if (api.context.with(probe, () => api.context.active().getValue(key) === true)) return;
+  new Logger(LOGGER_CONTEXT).warn(
+    '"telemetry: true" finds no OpenTelemetry context manager: spans that runs create (queries, HTTP calls) ' +
+      "will not be children of the run's span; register one before the application starts: the NodeSDK of " +
+      '@opentelemetry/sdk-node does, or context.setGlobalContextManager(new ' +
+      'AsyncLocalStorageContextManager().enable()) from @opentelemetry/context-async-hooks',
+  );
 }
 
 /**

@@ -73,7 +73,7 @@ describe('the logger', () => {
       'debug: skipped Jobs.single: the previous run #1 is still running',
       'warn: job Jobs.latest#1 killed',
       'warn: stopped previous run Jobs.latest#1',
-      'warn: Jobs.guarded missed 1 ticks',
+      'warn: Jobs.guarded missed 1 tick',
       'error: guard of Jobs.broken failed: no config',
       'warn: job Jobs.latest#2 killed',
       'log: job Jobs.single#1 shut down',
@@ -133,7 +133,7 @@ describe('the logger', () => {
       'debug: job Jobs.latest#1 started',
       'warn: stopped previous run Jobs.latest#1',
       'debug: job Jobs.latest#2 started',
-      'warn: Jobs.guarded missed 1 ticks',
+      'warn: Jobs.guarded missed 1 tick',
       'warn: guard of Jobs.broken failed: no config',
       'log: job Jobs.single#1 shut down',
     ]);
@@ -167,6 +167,47 @@ describe('the logger', () => {
         `${lostAt}: job lease#1 stopped: the lease was lost`,
       ]);
     }
+  });
+
+  it('a job that fails again the same way logs its stack once, then one line per failure, until it succeeds or fails differently', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] });
+    const outcomes = ['full', 'full', 'full', 'full', 'ok', 'full', 'other', 'other'];
+    app.registry.add(
+      'cleanup',
+      () => {
+        const outcome = outcomes.shift();
+        if (outcome === 'full') throw new Error('disk full');
+        if (outcome === 'other') throw new TypeError('disk full');
+      },
+      { every: 1000 },
+    );
+    for (let run = 0; run < 8; run++) await app.registry.syncTick('cleanup');
+    expect(app.logs.periodic()).toEqual([
+      'error: job cleanup#1 failed: disk full',
+      'error: job cleanup#2 failed again (2nd in a row): disk full',
+      'error: job cleanup#3 failed again (3rd in a row): disk full',
+      'error: job cleanup#4 failed again (4th in a row): disk full',
+      'error: job cleanup#6 failed: disk full',
+      'error: job cleanup#7 failed: disk full',
+      'error: job cleanup#8 failed again (2nd in a row): disk full',
+    ]);
+    const stacks = app.logs.lines.filter((line) => line.level === 'error').map((line) => line.stack);
+    expect(stacks).toEqual([
+      expect.stringContaining('Error: disk full'),
+      undefined,
+      undefined,
+      undefined,
+      expect.stringContaining('Error: disk full'),
+      expect.stringContaining('TypeError: disk full'),
+      undefined,
+    ]);
+  });
+
+  it('counts read "1 tick", "2 ticks"', async () => {
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] });
+    app.events.emit({ type: 'missed', name: 'job', count: 1 });
+    app.events.emit({ type: 'missed', name: 'job', count: 2 });
+    expect(app.logs.periodic()).toEqual(['warn: job missed 1 tick', 'warn: job missed 2 ticks']);
   });
 
   it('a value thrown that is not an Error is shown as it is', async () => {

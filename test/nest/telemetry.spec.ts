@@ -263,6 +263,24 @@ describe('telemetry: true', () => {
     }
   });
 
+  it('without a context manager that propagates: warned once at bootstrap, since spans a run creates cannot be its children', async () => {
+    const quiet = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual', telemetry: true })] });
+    expect(quiet.logs.periodic()).toEqual([]);
+    context.disable();
+    try {
+      const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual', telemetry: true })] });
+      app.registry.add('a', () => undefined, { every: 1000 });
+      await app.registry.syncTick('a');
+      expect(app.logs.periodic()).toEqual([
+        expect.stringMatching(
+          /^warn: "telemetry: true" finds no OpenTelemetry context manager: spans that runs create .* will not be children of the run's span; register one .*AsyncLocalStorageContextManager/,
+        ),
+      ]);
+    } finally {
+      context.setGlobalContextManager(contextManager.enable());
+    }
+  });
+
   it('telemetry: false (the default) records nothing', async () => {
     spans.reset();
     const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false })] });
