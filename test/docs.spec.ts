@@ -94,7 +94,7 @@ describe('the code blocks of the documentation', () => {
     expect(files.size).toBeGreaterThan(15);
   });
 
-  it("in JSON parse, and the Jest configuration for ES modules is the Nest 12 fixture's", () => {
+  it("in JSON parse, and the Jest configuration and tsconfig for ES modules are the Nest 12 fixture's", () => {
     for (const block of blocks.filter((block) => block.language === 'json')) {
       expect(() => JSON.parse(block.code)).not.toThrow();
     }
@@ -105,6 +105,16 @@ describe('the code blocks of the documentation', () => {
     const documented = JSON.parse(jest.code);
     expect(documented.scripts).toEqual({ test: fixture.scripts.test });
     expect({ ...fixture.jest, testRegex: undefined }).toEqual({ ...documented.jest, testRegex: undefined });
+    const [tsconfig] = blocks.filter(
+      (block) => block.language === 'json' && block.code.includes('"NodeNext"'),
+    );
+    const fixtureTsconfig = JSON.parse(
+      readFileSync(join(root, 'test', 'consumers', 'nest12-esm-jest', 'tsconfig.json'), 'utf8'),
+    );
+    // The fixture's own choices for its test run (`types`, `skipLibCheck`) aside, the same compiler options.
+    const { types, skipLibCheck, ...options } = fixtureTsconfig.compilerOptions;
+    expect([types, skipLibCheck]).toEqual([['node'], false]);
+    expect(JSON.parse(tsconfig.code)).toEqual({ ...fixtureTsconfig, compilerOptions: options });
   });
 
   it('in shell run npm scripts that exist', () => {

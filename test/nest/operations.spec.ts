@@ -3,7 +3,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, jest } from '@jest/globals';
-import { type ExecutionContext, Injectable, NotFoundException } from '@nestjs/common';
+import {
+  ConflictException,
+  type ExecutionContext,
+  Injectable,
+  Module,
+  NotFoundException,
+} from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import {
   InMemoryCoordinator,
@@ -13,6 +20,7 @@ import {
   PeriodicModule,
   PeriodicNotFoundError,
   type PeriodicOptions,
+  PeriodicRegistry,
 } from '../../lib/index.js';
 import { deferred, honouringRun } from '../scheduler/helpers.js';
 import { JobsController, OperationsGuard } from './fixtures/jobs.controller.js';
@@ -271,7 +279,7 @@ describe('the HTTP recipe of docs/operations.md', () => {
       await finished;
     }
     controller.pause('slow');
-    await expect(controller.trigger('slow')).resolves.toEqual({ ok: false, error: 'paused' });
+    await expect(controller.trigger('slow')).rejects.toThrow(ConflictException);
     controller.resume('slow');
     await expect(controller.trigger('slow')).resolves.toEqual({ ok: true, jobId: 1 });
     const shown = JSON.parse(JSON.stringify(controller.status())) as Record<string, unknown>[];
@@ -289,6 +297,58 @@ describe('the HTTP recipe of docs/operations.md', () => {
     ]);
     expect(shown[3].lastFinished).not.toHaveProperty('error');
     expect(() => controller.pause('nothing')).toThrow(NotFoundException);
+  });
+
+  it('over HTTP: 200 for a run, 409 for a trigger that started none, 204 for pause and resume, 404 with the nearest name', async () => {
+    @Module({
+      imports: [PeriodicModule.forRoot({ logger: false })],
+      controllers: [JobsController],
+    })
+    class OperationsModule {}
+    const saved = process.env.OPERATIONS_TOKEN;
+    process.env.OPERATIONS_TOKEN = 's3cret';
+    const http = await NestFactory.create(OperationsModule, { logger: false });
+    try {
+      await http.listen(0, '127.0.0.1');
+      const registry = http.get(PeriodicRegistry);
+      registry.add('Cleanup.purge', () => undefined, { every: 60_000, delayMode: 'shifted' });
+      registry.add('Reports.send', () => undefined, { cron: '0 3 * * *', timezone: 'UTC' });
+      const base = await http.getUrl();
+      const call = (method: string, path: string) =>
+        fetch(`${base}/jobs${path}`, { method, headers: { 'x-operations-token': 's3cret' } });
+
+      const triggered = await call('POST', '/Cleanup.purge/trigger');
+      expect([triggered.status, await triggered.json()]).toEqual([200, { ok: true, jobId: 1 }]);
+      expect((await call('POST', '/Cleanup.purge/pause')).status).toBe(204);
+      const refused = await call('POST', '/Cleanup.purge/trigger');
+      expect([refused.status, await refused.json()]).toEqual([409, { ok: false, error: 'paused' }]);
+      expect((await call('POST', '/Cleanup.purge/resume')).status).toBe(204);
+      const unknown = await call('POST', '/Cleanup.purg/trigger');
+      expect(unknown.status).toBe(404);
+      expect(((await unknown.json()) as { message: string }).message).toContain(
+        'did you mean "Cleanup.purge"?',
+      );
+
+      const jobs = (await (await call('GET', '')).json()) as Record<string, unknown>[];
+      expect(jobs).toEqual([
+        expect.objectContaining({
+          name: 'Cleanup.purge',
+          schedule: { every: 60_000, delayMode: 'shifted' },
+          exclusive: false,
+          lastFinished: expect.objectContaining({ reason: 'normal' }),
+        }),
+        expect.objectContaining({
+          name: 'Reports.send',
+          schedule: { cron: '0 3 * * *', timezone: 'UTC' },
+          exclusive: false,
+        }),
+      ]);
+      expect((await fetch(`${base}/jobs`)).status).toBe(403);
+    } finally {
+      await http.close();
+      if (saved === undefined) delete process.env.OPERATIONS_TOKEN;
+      else process.env.OPERATIONS_TOKEN = saved;
+    }
   });
 
   it('lets a request through with the token only, and none while no token is set', () => {
