@@ -157,6 +157,8 @@ export class CoordinatorCalls {
     const sent = now();
     const hung = new DeadlineTimer({
       onDeadline: () => {
+        // A replica done with the lease reports nothing more, and keeps no timer for it.
+        if (this.silent) return;
         hanging = true;
         this.failed(what, new Error(`no answer after ${Math.round(now() - sent)}ms`));
         hung.armAt(now() + this.entry.coordinator.leaseMs);
