@@ -1,11 +1,11 @@
-export { Periodic } from './periodic.decorator.js';
-export { PeriodicModule, type PeriodicModuleAsyncOptions } from './periodic.module.js';
-export type { PeriodicJobOverrides, PeriodicModuleOptions } from './periodic.options.js';
-export type { PeriodicLogKind, PeriodicLoggerLevels, PeriodicLogLevel } from './periodic.logger.js';
-export { PeriodicRegistry } from './periodic.registry.js';
-export { PeriodicEvents } from './periodic.events.js';
+export { Periodic } from './nest/decorator.js';
+export { PeriodicModule, type PeriodicModuleAsyncOptions } from './nest/module.js';
+export type { PeriodicJobOverrides, PeriodicModuleOptions } from './nest/options.js';
+export type { PeriodicLogKind, PeriodicLoggerLevels, PeriodicLogLevel } from './nest/logger.js';
+export { PeriodicRegistry } from './nest/registry.js';
+export { PeriodicEvents } from './nest/events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
-export type { PeriodicCoordinator, PeriodicFleetSchedule } from './scheduler/coordinator.js';
+export type { PeriodicCoordinator, PeriodicFleetSchedule } from './scheduler/coordinator-port.js';
 export { InMemoryCoordinator, type InMemoryCoordinatorOptions } from './coordinators/in-memory.js';
 export { type RedisClient, RedisCoordinator, type RedisCoordinatorOptions } from './coordinators/redis.js';
 export {

@@ -51,7 +51,9 @@ const where = (block: Block) => `${block.document}:${block.line}`;
 
 describe('the code blocks of the documentation', () => {
   it('each name their language, one this test checks', () => {
-    const unchecked = blocks.filter((block) => !['ts', 'json', 'sql', 'sh', 'text'].includes(block.language));
+    const unchecked = blocks.filter(
+      (block) => !['ts', 'json', 'sql', 'sh', 'text', 'diagram'].includes(block.language),
+    );
     expect(unchecked.map(where)).toEqual([]);
   });
 
@@ -125,6 +127,17 @@ describe('the code blocks of the documentation', () => {
       .map((match) => match[1] ?? match[2]);
     expect(run.length).toBeGreaterThan(2);
     expect(run.filter((script) => scripts[script] === undefined)).toEqual([]);
+  });
+
+  it('in diagrams name files of lib/ that exist', () => {
+    const named = blocks
+      .filter((block) => block.language === 'diagram')
+      .flatMap((block) => [...block.code.matchAll(/[\w-]+\.ts/g)].map(([file]) => file));
+    expect(named.length).toBeGreaterThan(3);
+    const files = readdirSync(join(root, 'lib'), { recursive: true, encoding: 'utf8' }).map((file) =>
+      file.split('/').at(-1),
+    );
+    expect(named.filter((file) => !files.includes(file))).toEqual([]);
   });
 
   it("in text show the package's own error messages", () => {

@@ -1,9 +1,13 @@
-// The shape of lib/: no module imports itself back through others (type-only imports included), and the
-// engine (lib/scheduler) imports nothing of Nest or of the Nest layer.
+// The shape of lib/: no module imports itself back through others (type-only imports included), the engine
+// (lib/scheduler) imports nothing of Nest or of the Nest layer, Nest is imported in the Nest layer and the
+// subpaths only, and one tick crosses at most four files, from the timer to the method and back.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import ts from 'typescript';
+import type { PeriodicEvent } from '../lib/scheduler/events.js';
+import { PeriodicScheduler } from '../lib/scheduler/periodic-scheduler.js';
+import { methodCall } from '../lib/scheduler/run.js';
 
 const lib = join(import.meta.dirname, '..', 'lib');
 
@@ -57,5 +61,57 @@ describe('the modules of lib/', () => {
           .map((target) => `${file} imports ${target}`),
       );
     expect(wrong).toEqual([]);
+  });
+
+  it('Nest is imported by the Nest layer (lib/nest) and the subpaths that need it only', () => {
+    const importers = [...imports()]
+      .filter(([, imported]) => imported.some((target) => target.startsWith('@nestjs/')))
+      .map(([file]) => file.split('/')[0]);
+    expect(new Set(importers)).toEqual(new Set(['nest', 'terminus', 'telemetry']));
+  });
+});
+
+describe('one tick, from the timer to the method and back', () => {
+  /** The files of lib/ on the stack now. */
+  function libFiles(into: Set<string>): void {
+    for (const line of new Error().stack!.split('\n')) {
+      const file = /\/lib\/([\w/-]+\.ts):\d+/.exec(line)?.[1];
+      if (file !== undefined) into.add(file);
+    }
+  }
+
+  /** Runs one tick of a job whose method (called as the Nest layer calls it) and `finished` listener look at the stack. */
+  async function filesOfOneTick(options: { every: number } | { cron: string }): Promise<string[]> {
+    const files = new Set<string>();
+    const host = { work: () => libFiles(files) };
+    const scheduler = new PeriodicScheduler(
+      { name: 'path', timezone: undefined, ...options, run: methodCall(host, 'work') },
+      {
+        emit: (event: PeriodicEvent) => event.type === 'finished' && libFiles(files),
+        wants: (type) => type === 'finished',
+      },
+    );
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 100;
+    try {
+      scheduler.start();
+      await jest.advanceTimersByTimeAsync(1000);
+    } finally {
+      Error.stackTraceLimit = limit;
+      await scheduler.stop();
+    }
+    return [...files].sort();
+  }
+
+  it('the method and the end of its run are reached through deadline-timer.ts, periodic-scheduler.ts and run.ts', async () => {
+    jest.useFakeTimers({ now: new Date('2026-01-01T00:00:00.500Z') });
+    const path = ['scheduler/deadline-timer.ts', 'scheduler/periodic-scheduler.ts', 'scheduler/run.ts'];
+    try {
+      expect(await filesOfOneTick({ every: 1000 })).toEqual(path);
+      // A cron job asks schedule.ts for its slots on the way, which returns before the run starts.
+      expect(await filesOfOneTick({ cron: '* * * * * *' })).toEqual(path);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

@@ -1,5 +1,5 @@
-import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
-import { now } from '../scheduler/clock.js';
+import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator-port.js';
+import { now } from '../scheduler/deadline-timer.js';
 import { checkedOptions } from '../scheduler/rules.js';
 import { LEASE_MS } from './replies.js';
 

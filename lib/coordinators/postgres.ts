@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator.js';
+import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator-port.js';
 import { describeValue } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import { integerReply, LEASE_MS } from './replies.js';

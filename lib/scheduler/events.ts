@@ -1,5 +1,3 @@
-import { describeValue, isError, PeriodicConfigError } from './errors.js';
-
 /** How a run ended. */
 export type JobExitReason = 'normal' | 'error' | 'timeout' | 'killed' | 'shutdown' | 'leaseLost';
 
@@ -45,52 +43,3 @@ export type PeriodicEventOf<T extends PeriodicEventType> = Extract<PeriodicEvent
 export type PeriodicEventSink =
   | ((event: PeriodicEvent) => void)
   | { emit(event: PeriodicEvent): void; wants?(type: PeriodicEventType, reason?: JobExitReason): boolean };
-
-/**
- * A scheduler's way to its sink: it asks whether an event is wanted before building it, and keeps a sink that
- * throws from disturbing the job: the error is reported as a process warning.
- */
-export class JobEvents {
-  private readonly sink: Exclude<PeriodicEventSink, (event: PeriodicEvent) => void> | undefined;
-
-  /** @param where how error messages name the job. */
-  constructor(
-    private readonly name: string,
-    sink: PeriodicEventSink | undefined,
-    where: string,
-  ) {
-    if (sink !== undefined && typeof sink !== 'function' && typeof sink?.emit !== 'function') {
-      throw new PeriodicConfigError(
-        `${where}: the event sink must be a function or an object with emit(event), got ${describeValue(sink)}`,
-      );
-    }
-    this.sink = typeof sink === 'function' ? { emit: sink } : sink;
-  }
-
-  /** Whether the sink wants events of `type` (for `finished`, of a run that ended with `reason`). */
-  wants(type: PeriodicEventType, reason?: JobExitReason): boolean {
-    const sink = this.sink;
-    if (sink?.wants === undefined) return sink !== undefined;
-    try {
-      return sink.wants(type, reason);
-    } catch (error) {
-      this.failed(type, error);
-      return false;
-    }
-  }
-
-  emit(event: PeriodicEvent): void {
-    try {
-      this.sink?.emit(event);
-    } catch (error) {
-      this.failed(event.type, error);
-    }
-  }
-
-  private failed(type: PeriodicEventType, error: unknown): void {
-    const detail = isError(error) ? (error.stack ?? error.message) : describeValue(error);
-    process.emitWarning(`the event sink of job "${this.name}" threw on "${type}": ${detail}`, {
-      code: 'PERIODIC_EVENT_SINK',
-    });
-  }
-}

@@ -1,4 +1,4 @@
-import type { PeriodicFleetSchedule } from './coordinator.js';
+import type { PeriodicFleetSchedule } from './coordinator-port.js';
 import type { Lease } from './lease.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 

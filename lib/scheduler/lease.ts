@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { DeadlineTimer, now } from './clock.js';
-import { CoordinatorCalls, type PeriodicCoordinator, type PeriodicFleetSchedule } from './coordinator.js';
+import { CoordinatorCalls, type PeriodicFleetSchedule, type StoreLog } from './coordinator-port.js';
+import { DeadlineTimer, now } from './deadline-timer.js';
 import { messageOf } from './errors.js';
 
 /**
@@ -38,11 +38,11 @@ export class Lease {
   private readonly margin: number;
 
   constructor(
-    coordinator: PeriodicCoordinator,
+    store: StoreLog,
     private readonly name: string,
     private readonly holder: LeaseHolder,
   ) {
-    this.store = new CoordinatorCalls(coordinator);
+    this.store = new CoordinatorCalls(store);
     this.interval = this.store.leaseMs / 3;
     this.margin = this.store.leaseMs / 10;
   }

@@ -1,7 +1,7 @@
 import { describeValue, PeriodicConfigError } from './errors.js';
 import { checkedOptions, invalid, isMilliseconds, oneOf, type OptionRule } from './rules.js';
-import { Calendar, processTimeZone } from './calendar.js';
-import type { PeriodicCoordinator } from './coordinator.js';
+import { Calendar, processTimeZone } from './schedule.js';
+import type { PeriodicCoordinator } from './coordinator-port.js';
 import type { PeriodicContext } from './run.js';
 
 /** `regular`: `every` is start-to-start (fixed rate); `shifted`: from the end of a run to the next tick (fixed delay). */
@@ -77,41 +77,146 @@ export interface ResolvedPeriodicOptions {
   readonly exclusive: boolean;
 }
 
-/** The rules of a job's options. */
-export const RULES = {
-  every: { accepts: (v) => isMilliseconds(v, 1), expected: 'an integer number of milliseconds ≥ 1' },
+/**
+ * One option of a job, as the one table of them says it: the rule its value must keep, what the README's table of
+ * options says of it, and a valid value other than its default (with the options it needs beside it), with which
+ * the tests prove that it reaches the engine from `@Periodic()`, `registry.add()` and the module's `jobs` alike.
+ */
+export interface JobOption extends OptionRule {
+  /** The README's "valid values". */
+  valid: string;
+  /** The README's "default". */
+  default: string;
+  /** The README's "meaning". */
+  meaning: string;
+  /** Options of a valid job that sets this one to a value other than its default. */
+  example: Partial<PeriodicOptions>;
+}
+
+const MS_0 = {
+  accepts: (v: unknown) => isMilliseconds(v, 0),
+  expected: 'an integer number of milliseconds ≥ 0',
+};
+
+/**
+ * The options of a job, in the order of the README's table. Adding an option is one entry here, a line of
+ * {@link PeriodicOptions}, and its behaviour: the decorator, the registry and the module's `jobs` read this table.
+ */
+export const JOB_OPTIONS = {
+  every: {
+    accepts: (v) => isMilliseconds(v, 1),
+    expected: 'an integer number of milliseconds ≥ 1',
+    valid: 'integer ms, 1 ≤ every ≤ 2^53−1',
+    default: 'required, unless `cron`',
+    meaning: 'interval; see `delayMode`',
+    example: { every: 1234 },
+  },
   cron: {
     accepts: (v) => typeof v === 'string' && v.trim() !== '',
     expected: "a cron pattern such as '0 3 * * *'",
+    valid: 'a cron pattern: 5 fields, or 6 with seconds first',
+    default: 'none',
+    meaning:
+      'ticks at the wall-clock times the pattern names ([calendar schedules](docs/calendar.md)); instead of `every`',
+    example: { cron: '0 3 * * *' },
   },
   timezone: {
     accepts: (v) => typeof v === 'string' && v !== '',
     expected: "an IANA time zone name such as 'Europe/Berlin' or 'UTC'",
+    valid: "an IANA zone name (`'Europe/Berlin'`, `'UTC'`)",
+    default: "the process's zone",
+    meaning: 'the zone `cron` is read in (cron jobs only)',
+    example: { cron: '0 3 * * *', timezone: 'Asia/Tokyo' },
   },
-  jitter: { accepts: (v) => isMilliseconds(v, 0), expected: 'an integer number of milliseconds ≥ 0' },
+  jitter: {
+    ...MS_0,
+    valid: 'integer ms ≥ 0, less than the interval',
+    default: '`0`',
+    meaning:
+      'auto mode: each run starts after a random delay in `[0, jitter)` past its slot; the slot stays `scheduledAt`',
+    example: { every: 60_000, jitter: 5000 },
+  },
   name: {
     accepts: (v) => typeof v === 'string' && v.length > 0,
     expected: 'a non-empty string',
     required: true,
+    valid: 'non-empty string, unique in the app',
+    default: "`'<Class>.<method>'`",
+    meaning:
+      "registry key, event and log label; the class is the instance's (a subclass names its inherited jobs)",
+    example: { every: 60_000, name: 'renamed' },
   },
-  initialDelay: { accepts: (v) => isMilliseconds(v, 0), expected: 'an integer number of milliseconds ≥ 0' },
-  delayMode: oneOf('regular', 'shifted'),
+  initialDelay: {
+    ...MS_0,
+    valid: 'integer ms ≥ 0',
+    default: '`every`',
+    meaning: "time from the job's start to its first tick (`every` jobs only)",
+    example: { every: 60_000, initialDelay: 7 },
+  },
+  delayMode: {
+    ...oneOf('regular', 'shifted'),
+    valid: "`'regular'`, `'shifted'`",
+    default: "`'regular'`",
+    meaning:
+      'regular: `every` is start-to-start (fixed rate); shifted: from the end of a run to the next tick (fixed delay); `every` jobs only',
+    example: { every: 60_000, delayMode: 'shifted' },
+  },
   when: {
     accepts: (v) => typeof v === 'function',
     expected: 'a function that returns a boolean or a promise of one',
+    valid: '`(instance) => boolean \\| Promise<boolean>`',
+    default: 'none (always)',
+    meaning: 'guard evaluated on every tick with the provider instance; a truthy result starts the run',
+    example: { every: 60_000, when: () => false },
   },
-  onOverlap: oneOf('run', 'ignore', 'stopPrevious'),
+  onOverlap: {
+    ...oneOf('run', 'ignore', 'stopPrevious'),
+    valid: "`'run'`, `'ignore'`, `'stopPrevious'`",
+    default: "`'run'`",
+    meaning: 'what a tick does while an earlier run is still running',
+    example: { every: 60_000, onOverlap: 'ignore' },
+  },
   timeout: {
     accepts: (v) => v === Infinity || isMilliseconds(v, 1),
     expected: 'an integer number of milliseconds ≥ 1, or Infinity',
+    valid: 'integer ms ≥ 1, or `Infinity`',
+    default: '`Infinity`',
+    meaning: 'longest a run may take before it is stopped',
+    example: { every: 60_000, timeout: 999 },
   },
   jobShutdown: {
     accepts: (v) => v === Infinity || v === 'brutalKill' || isMilliseconds(v, 0),
     expected: "an integer number of milliseconds ≥ 0, Infinity or 'brutalKill'",
     choices: ['brutalKill'],
+    valid: "integer ms ≥ 0, `Infinity`, `'brutalKill'`",
+    default: '`5000`',
+    meaning: 'grace a stopped run gets to settle after its signal is aborted',
+    example: { every: 60_000, jobShutdown: 'brutalKill' },
   },
-  mode: oneOf('auto', 'manual'),
-  exclusive: { accepts: (v) => typeof v === 'boolean', expected: 'true or false' },
+  mode: {
+    ...oneOf('auto', 'manual'),
+    valid: "`'auto'`, `'manual'`",
+    default: "the module's (`auto`)",
+    meaning: "manual: no timers; ticks only through the registry's `tick` / `syncTick`",
+    example: { every: 60_000, mode: 'manual' },
+  },
+  exclusive: {
+    accepts: (v) => typeof v === 'boolean',
+    expected: 'true or false',
+    valid: 'boolean',
+    default: '`false`',
+    meaning:
+      "at most one replica runs the job at a time; needs the module's `coordinator` ([replicas](docs/replicas.md))",
+    example: { every: 60_000, exclusive: true },
+  },
+} satisfies Record<keyof PeriodicOptions, JobOption>;
+
+/** The options of `@Periodic()`, `PeriodicRegistry.add()` and the module's `jobs`, in the table's order. */
+export const JOB_OPTION_NAMES = Object.keys(JOB_OPTIONS) as (keyof PeriodicOptions)[];
+
+/** The rules of the options a scheduler is built from: a job's, its function, and the coordinator. */
+export const RULES = {
+  ...JOB_OPTIONS,
   run: { accepts: (v) => typeof v === 'function', expected: 'a function (the job)', required: true },
   coordinator: {
     accepts: (v) => {
@@ -141,12 +246,6 @@ export function noCoordinator(where: string, how: string): PeriodicConfigError {
       `pass ${how}, with a RedisCoordinator, a PostgresCoordinator or an InMemoryCoordinator, or remove "exclusive"`,
   );
 }
-
-/**
- * The options of `@Periodic()` and `PeriodicRegistry.add()`: the engine's but `run`, which is the job itself,
- * and `coordinator`, which is the module's.
- */
-export const JOB_OPTION_NAMES = Object.keys(RULES).filter((name) => name !== 'run' && name !== 'coordinator');
 
 /**
  * Validates a job's options and fills in the defaults; a cron job gets its {@link Calendar}. `where` names the
@@ -222,7 +321,7 @@ function jitterTooLong(where: string, jitter: number, interval: string): Periodi
 }
 
 /** Throws a {@link PeriodicConfigError} when `value` is not one that option `key` of a job accepts. */
-export function checkOption(where: string, key: keyof typeof RULES, value: unknown): void {
-  const rule: OptionRule = RULES[key];
+export function checkOption(where: string, key: keyof typeof JOB_OPTIONS, value: unknown): void {
+  const rule: OptionRule = JOB_OPTIONS[key];
   if (!rule.accepts(value)) throw invalid(where, key, value, rule);
 }

@@ -1,250 +1,714 @@
-// The story of one tick, from the timer to the end of the run. What can be done with a scheduler (start, stop,
-// manual ticks, trigger, pause, resume, status) and the state it keeps are SchedulerControls's, in controls.ts.
-import { DeadlineTimer, now } from './clock.js';
-import { SchedulerControls } from './controls.js';
-import type { PeriodicFleetSchedule } from './coordinator.js';
-import type { JobExitReason } from './events.js';
-import { isThenable, Run, type RunOutcome } from './run.js';
+// One scheduler runs one job, and this file tells the whole of it: the timer's deadline comes (onDeadline), the
+// next tick is armed, the tick waits for its jitter, an exclusive job claims its slot of the fleet's schedule,
+// the guard and the overlap policy decide, and a run starts; its end comes back (runEnded). What the scheduler
+// asks of others (the deadline timer, a run, the schedule's arithmetic, the lease and the fleet's slots) reports
+// back and keeps no state about the tick.
+import { type PeriodicFleetSchedule, StoreLog } from './coordinator-port.js';
+import {
+  armAt,
+  cancel,
+  DeadlineTimer,
+  isArmed,
+  now,
+  type TimerEntry,
+  type TimerList,
+  underFakeTimers,
+  unwatchSystemTime,
+  watchSystemTime,
+} from './deadline-timer.js';
+import { describeValue, isError, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
+import {
+  FAILED_RUNS,
+  type JobExitReason,
+  type PeriodicEvent,
+  type PeriodicEventSink,
+  type PeriodicEventType,
+} from './events.js';
+import { FleetSlots } from './fleet.js';
+import { Lease } from './lease.js';
+import {
+  noCoordinator,
+  type PeriodicSchedulerOptions,
+  resolveOptions,
+  type ResolvedPeriodicOptions,
+  RULES,
+} from './options.js';
+import { checkedOptions } from './rules.js';
+import { isThenable, Run, type RunOutcome, type SyncTickResult, type Tick, type TickResult } from './run.js';
+import { type Calendar, latestSlot } from './schedule.js';
+import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
 
 /**
- * One scheduler runs one job: it ticks on a monotonic clock, evaluates the guard, applies the overlap
- * policy, starts runs, stops them on timeout or shutdown, and reports every step as an event. Plain
- * TypeScript: usable without Nest. An `exclusive` job starts runs only while this replica holds its lease.
+ * A cron job waiting for a slot looks at the wall clock at least this often (ms), so that it notices a clock set
+ * forward or a machine that slept: the monotonic clock its timer runs on does neither. Under a test's fake timers
+ * its timer aims at the slot itself, as the test's helpers expect of one timer per job, and a clock the test
+ * sets is noticed when it is set.
  */
-export class PeriodicScheduler extends SchedulerControls {
-  private lastJobId = 0;
-  /** Jitter: the tick (its deadline and slot) waiting for its delay. */
-  private jittered: { scheduledAt: number; slot: number } | undefined;
+const WALL_CHECK = 10_000;
+
+/** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
+const SYNC_TICK_TIMEOUT = 4000;
+
+/** A sink as the scheduler calls it. */
+type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
+
+/** What a scheduler is made with beside its options, the Nest layer's, or an application's that shares them. */
+export interface SchedulerContext {
+  /** How error messages name the job, e.g. `@Periodic() on Cleanup.purge`. @default `job "<name>"` */
+  where?: string;
+  /** Where the failures of an exclusive job's coordinator are reported, shared by the jobs that use it. */
+  storeLog?: StoreLog;
+}
+
+/**
+ * One scheduler runs one job: it ticks on a monotonic clock (or on a cron calendar's wall-clock slots),
+ * evaluates the guard, applies the overlap policy, starts runs, stops them on timeout or shutdown, and reports
+ * every step as an event. Plain TypeScript: usable without Nest. An `exclusive` job starts runs only while this
+ * replica holds its lease, and on the fleet's schedule.
+ */
+export class PeriodicScheduler {
+  /** The job's options, validated, with defaults filled in. */
+  readonly options: ResolvedPeriodicOptions;
+  readonly #job: PeriodicSchedulerOptions['run'];
+  readonly #sink: Sink | undefined;
+  #phase: 'idle' | 'ticking' | 'stopped' = 'idle';
+  /** Ticks start nothing until `resume()`; the timer keeps the grid. */
+  #paused = false;
+  /** What the job did, made when it first has something to count. */
+  #record: JobRecord | undefined;
+  /** The runs being tracked, in start order: an array, lighter than a Set for the one or two a job has. */
+  #runs: Run[] | undefined;
+  /** The slots of a cron job. */
+  readonly #calendar: Calendar | undefined;
+  /** Auto mode: the wall-clock time of the armed tick, its slot. */
+  #slot = 0;
+  #lastJobId = 0;
+  /** An async guard is pending: another tick starts nothing (one guard at a time). */
+  #guardPending = false;
+  /** An exclusive job's claim of its slot is pending: another timer tick starts nothing. */
+  #claimPending = false;
+  /** When the pending guard or claim began, on the `now()` timeline. */
+  #waitingSince = 0;
+  /** Jitter: the tick waiting for its delay, and the timer of that delay. */
+  #jitter: { tick: Tick | undefined; readonly timer: DeadlineTimer } | undefined;
+  /** Exclusive jobs: the lease this replica must hold to start a run, and its part in the fleet's schedule. */
+  readonly #lease: Lease | undefined;
+  readonly #fleet: FleetSlots | undefined;
+  #stopped: Promise<void> | undefined;
+  /** Resolves `stop()` once the last run has ended. */
+  #drained: (() => void) | undefined;
+
+  // The job's tick timer: the scheduler is the shared timer's entry itself (see TimerEntry).
+  /** @internal */ deadline = 0;
+  /** @internal */ sequence = 0;
+  /** @internal */ list: TimerList | undefined;
+  /** @internal */ previous: TimerEntry | undefined;
+  /** @internal */ next: TimerEntry | undefined;
+  /** @internal */ due = false;
+  /** @internal */ own: ReturnType<typeof setTimeout> | undefined;
 
   /**
-   * @internal Handles a timer tick, after a random delay under `jitter` past its slot if there is one (at once
-   * if the tick comes that late).
+   * @param options the job's options with its `name` and the `run` function; invalid ones throw a
+   *   {@link PeriodicConfigError}.
+   * @param events where the scheduler reports its events: a function, or `{ emit(event), wants?(type) }`.
+   * @param context how error messages name the job (a string), or that and where an exclusive job's store
+   *   failures are reported.
    */
-  tickDue(scheduledAt: number, slot: number): void {
+  constructor(
+    options: PeriodicSchedulerOptions,
+    events?: PeriodicEventSink,
+    context?: string | SchedulerContext,
+  ) {
+    const { where: named, storeLog } = typeof context === 'string' ? { where: context } : (context ?? {});
+    const name: unknown = options?.name;
+    const where =
+      named ?? `job ${typeof name === 'string' && name !== '' ? JSON.stringify(name) : '(unnamed)'}`;
+    const { options: resolved, calendar } = resolveOptions(options, where);
+    const refused = (error: PeriodicConfigError) => {
+      calendar?.release();
+      return error;
+    };
+    const { coordinator } = options;
+    if (resolved.exclusive && coordinator === undefined) {
+      throw refused(noCoordinator(where, '{ coordinator } in the options'));
+    }
+    if (events !== undefined && typeof events !== 'function' && typeof events?.emit !== 'function') {
+      throw refused(
+        new PeriodicConfigError(
+          `${where}: the event sink must be a function or an object with emit(event), got ${describeValue(events)}`,
+        ),
+      );
+    }
+    this.options = resolved;
+    this.#calendar = calendar;
+    this.#job = options.run;
+    this.#sink = typeof events === 'function' ? { emit: events } : events;
+    if (coordinator !== undefined && resolved.exclusive) {
+      this.#lease = new Lease(storeLog ?? new StoreLog(coordinator), resolved.name, this);
+      this.#fleet = new FleetSlots(this.#lease, resolved, (slot) => this.#slotAfter(slot));
+    }
+  }
+
+  /** The job's name. */
+  get name(): string {
+    return this.options.name;
+  }
+
+  /** `'idle'` until `start()`, `'ticking'` (or `'paused'`) until `stop()`, then `'stopped'` for good. */
+  get state(): PeriodicJobStatus['state'] {
+    return this.#paused && this.#phase === 'ticking' ? 'paused' : this.#phase;
+  }
+
+  /** The number of runs being tracked: started, and neither settled nor abandoned. */
+  get running(): number {
+    return this.#runs?.length ?? 0;
+  }
+
+  // ---- The tick ----
+
+  /** @internal The tick timer's deadline has come. */
+  onDeadline(): void {
+    const calendar = this.#calendar;
+    if (calendar !== undefined) return this.#slotCame(calendar);
+    let scheduledAt = this.deadline;
+    let slot = this.#slot;
+    if (this.options.delayMode === 'regular') {
+      // Missed slots are dropped, not replayed: run once for the latest slot that has passed.
+      const { every } = this.options;
+      const missed = Math.floor((now() - scheduledAt) / every);
+      if (missed > 0) {
+        scheduledAt += missed * every;
+        slot += missed * every;
+        if (!this.#slotsDropped(missed)) return;
+      }
+      // The next deadline comes from this one, not from the clock, so the grid never drifts.
+      this.#slot = slot + every;
+      armAt(this, scheduledAt + every);
+      this.#reportNext(every);
+    }
+    this.#due({ scheduledAt, slot, origin: 'timer', waiter: undefined });
+  }
+
+  /** A cron job's timer fired: the slot has come by the wall clock, or the timer is aimed again. */
+  #slotCame(calendar: Calendar): void {
+    const wallNow = Date.now();
+    // Early by the wall clock (it was set back, or runs slower than the monotonic one): wait for the rest.
+    if (wallNow < this.#slot) return this.#aim(this.#slot, wallNow);
+    const { slot, missed, next } = latestSlot(calendar, this.#slot, wallNow);
+    if (missed > 0 && !this.#slotsDropped(missed)) return;
+    this.#armSlot(next);
+    this.#due({ scheduledAt: now() - (wallNow - slot), slot, origin: 'timer', waiter: undefined });
+  }
+
+  /** A timer tick is due: handled now, or after a random delay under `jitter` past its slot (at once if it is that late). */
+  #due(tick: Tick): void {
     const { jitter } = this.options;
     // A replica without the lease has nothing to delay.
-    if (jitter === 0 || this.lease?.held === false) {
-      void this.handleTick(scheduledAt, slot, undefined);
+    if (jitter === 0 || this.#lease?.held === false) {
+      void this.#handle(tick);
       return;
     }
+    const waiting = (this.#jitter ??= {
+      tick: undefined,
+      timer: new DeadlineTimer({ onDeadline: () => this.#jittered() }),
+    });
     // A tick still waiting when the next comes (a pattern's gap that day was shorter than the jitter) goes now.
-    if (this.jittered !== undefined) this.tickJittered();
-    this.jittered = { scheduledAt, slot };
-    this.jitterTimer ??= new DeadlineTimer({ onDeadline: () => this.tickJittered() });
-    this.jitterTimer.armAt(scheduledAt + Math.random() * jitter);
+    if (waiting.tick !== undefined) this.#jittered();
+    waiting.tick = tick;
+    waiting.timer.armAt(tick.scheduledAt + Math.random() * jitter);
   }
 
-  private tickJittered(): void {
-    const { scheduledAt, slot } = this.jittered!;
-    this.jittered = undefined;
-    this.jitterTimer!.cancel();
-    void this.handleTick(scheduledAt, slot, undefined);
-  }
-
-  /** @internal Manual mode: a tick asked for by `tick` or `syncTick`. */
-  protected async manualTick(waiter: Run['waiter']): Promise<Run | undefined> {
-    this.ticks.manualTick();
-    return this.handleTick(now(), Date.now(), waiter);
+  #jittered(): void {
+    const waiting = this.#jitter!;
+    const tick = waiting.tick!;
+    waiting.tick = undefined;
+    waiting.timer.cancel();
+    void this.#handle(tick);
   }
 
   /**
-   * @internal Claims the slot of an exclusive job's timer tick (`slot`: its wall-clock time), evaluates the guard, then
-   * starts a run. Stays synchronous unless the slot is claimed or the guard returns a promise. A `triggered`
-   * tick (asked for in auto mode) claims no slot and arms no next tick: the grid does not move.
+   * Claims the slot of an exclusive job's timer tick, evaluates the guard, then starts a run. Stays synchronous
+   * unless the slot is claimed or the guard returns a promise. A triggered tick claims no slot: the grid does
+   * not move.
    */
-  protected handleTick(
-    scheduledAt: number,
-    slot: number,
-    waiter: Run['waiter'],
-    triggered = false,
-  ): Run | undefined | Promise<Run | undefined> {
-    if (this.phase !== 'ticking') return undefined;
-    const { lease } = this;
+  #handle(tick: Tick): Run | undefined | Promise<Run | undefined> {
+    if (this.#phase !== 'ticking') return undefined;
+    const lease = this.#lease;
     // Without the lease, or paused, a tick starts nothing: no guard, no event.
     if (lease?.held === false) {
-      if (!triggered && this.options.mode === 'auto') this.fleet!.unheld(slot);
-      return this.endTickWithoutRun(triggered);
+      if (tick.origin === 'timer') this.#fleet!.unheld(tick.slot);
+      return this.#endWithoutRun(tick);
     }
-    if (this.paused) return this.endTickWithoutRun(triggered);
+    if (this.#paused) return this.#endWithoutRun(tick);
     // One guard at a time; and one claim at a time, which a trigger does not make.
-    if (this.guardPending || (this.claimPending && !triggered)) {
-      this.missed(1);
-      return this.endTickWithoutRun(triggered);
+    if (this.#guardPending || (this.#claimPending && tick.origin === 'timer')) {
+      this.#missed(1);
+      return this.#endWithoutRun(tick);
     }
-    if (lease === undefined || this.options.mode === 'manual' || triggered)
-      return this.passGuard(scheduledAt, slot, waiter, triggered);
+    if (lease === undefined || tick.origin !== 'timer') return this.#passGuard(tick);
     // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
-    this.claimPending = true;
-    this.waitingSince = now();
-    const fleet = this.fleet!;
-    return fleet.claim(slot).then((held) => {
-      this.claimPending = false;
-      if (!held) return this.endTickWithoutRun();
+    this.#claimPending = true;
+    this.#waitingSince = now();
+    const fleet = this.#fleet!;
+    return fleet.claim(tick.slot).then((held) => {
+      this.#claimPending = false;
+      if (!held) return this.#endWithoutRun(tick);
       // Closing meanwhile: the claimed slot is given back to the fleet when the lease is released.
-      if (this.phase !== 'ticking') return undefined;
+      if (this.#phase !== 'ticking') return undefined;
       // Paused meanwhile, or a trigger's guard is pending: the slot was claimed, and is dropped.
-      if (this.paused || this.guardPending) {
+      if (this.#paused || this.#guardPending) {
         fleet.settled();
-        if (this.guardPending) this.missed(1);
-        return this.endTickWithoutRun();
+        if (this.#guardPending) this.#missed(1);
+        return this.#endWithoutRun(tick);
       }
-      fleet.hold(slot);
-      const started = this.passGuard(scheduledAt, slot, waiter);
+      fleet.hold(tick.slot);
+      const started = this.#passGuard(tick);
       if (!isThenable(started)) {
         fleet.settled();
         return started;
       }
       return started.then((run) => {
         // A guard that answers once the job is closing leaves its slot to be given back.
-        if (this.phase === 'ticking') fleet.settled();
+        if (this.#phase === 'ticking') fleet.settled();
         return run;
       });
     });
   }
 
-  private passGuard(
-    scheduledAt: number,
-    slot: number,
-    waiter: Run['waiter'],
-    triggered = false,
-  ): Run | undefined | Promise<Run | undefined> {
+  #passGuard(tick: Tick): Run | undefined | Promise<Run | undefined> {
     const guard = this.options.when;
-    if (guard === undefined) return this.startRun(scheduledAt, slot, waiter, triggered);
+    if (guard === undefined) return this.#startRun(tick);
     let verdict: unknown;
     try {
       verdict = guard();
-      if (!isThenable(verdict)) {
-        return verdict
-          ? this.startRun(scheduledAt, slot, waiter, triggered)
-          : this.endTickWithoutRun(triggered);
-      }
+      if (!isThenable(verdict)) return verdict ? this.#startRun(tick) : this.#endWithoutRun(tick);
     } catch (error) {
-      return this.guardFailed(error, triggered);
+      return this.#guardFailed(tick, error);
     }
-    this.guardPending = true;
-    this.waitingSince = now();
+    this.#guardPending = true;
+    this.#waitingSince = now();
     return Promise.resolve(verdict).then(
       (passed) => {
-        this.guardPending = false;
+        this.#guardPending = false;
         // The lease may have been lost, or the job paused, while the guard was pending.
-        return passed && this.lease?.held !== false && !this.paused
-          ? this.startRun(scheduledAt, slot, waiter, triggered)
-          : this.endTickWithoutRun(triggered);
+        return passed && this.#lease?.held !== false && !this.#paused
+          ? this.#startRun(tick)
+          : this.#endWithoutRun(tick);
       },
       (error: unknown) => {
-        this.guardPending = false;
-        return this.guardFailed(error, triggered);
+        this.#guardPending = false;
+        return this.#guardFailed(tick, error);
       },
     );
   }
 
   /** Applies the overlap policy, then starts a run. */
-  private startRun(
-    scheduledAt: number,
-    slot: number,
-    waiter: Run['waiter'],
-    triggered: boolean,
-  ): Run | undefined {
-    if (this.phase !== 'ticking') return undefined;
-    if (this.runs.length > 0 && this.options.onOverlap !== 'run') {
+  #startRun(tick: Tick): Run | undefined {
+    if (this.#phase !== 'ticking') return undefined;
+    const runs = (this.#runs ??= []);
+    let replacesGridRun = false;
+    if (runs.length > 0 && this.options.onOverlap !== 'run') {
       if (this.options.onOverlap === 'ignore') {
-        this.record.skipped++;
-        if (this.events.wants('skipped')) {
-          const [stillRunning] = this.runs;
-          this.events.emit({ type: 'skipped', name: this.name, stillRunning: stillRunning.jobId });
-        }
-        return this.endTickWithoutRun(triggered);
+        this.#recorded().skipped++;
+        if (this.#wants('skipped'))
+          this.#emit({ type: 'skipped', name: this.name, stillRunning: runs[0].jobId });
+        return this.#endWithoutRun(tick);
       }
-      for (const previous of this.runs.slice()) {
-        // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
-        if (!previous.triggered) triggered = false;
+      for (const previous of runs.slice()) {
+        replacesGridRun ||= previous.armsNext;
         previous.stop('stopPrevious');
-        if (this.events.wants('stoppedPrevious')) {
-          this.events.emit({ type: 'stoppedPrevious', name: this.name, jobId: previous.jobId });
+        if (this.#wants('stoppedPrevious')) {
+          this.#emit({ type: 'stoppedPrevious', name: this.name, jobId: previous.jobId });
         }
       }
       // An abort listener of the stopped run may have stopped this scheduler.
-      if (this.phase !== 'ticking') return undefined;
+      if (this.#phase !== 'ticking') return undefined;
     }
-    const run = new Run(this.options, ++this.lastJobId, scheduledAt, slot, this, this.lease?.fencingToken);
-    run.waiter = waiter;
-    run.triggered = triggered;
-    this.runs.push(run);
-    this.record.runStarted(Date.now());
-    if (this.events.wants('started')) {
-      const { jobId, startedAt } = run.context;
-      this.events.emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
+    const run = new Run(this, tick, ++this.#lastJobId, this.#lease?.fencingToken);
+    // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
+    if (replacesGridRun) run.replacesGridRun();
+    runs.push(run);
+    const record = this.#recorded();
+    record.started++;
+    record.lastStartedAt = Date.now();
+    if (this.#wants('started')) {
+      const { jobId, startedAt, scheduledAt } = run;
+      this.#emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
     }
-    run.launch(this.job);
+    run.launch();
     return run;
   }
 
-  private guardFailed(error: unknown, triggered: boolean): undefined {
+  /** @internal Calls the job with its run as the context. */
+  call(run: Run): unknown {
+    return this.#job(run);
+  }
+
+  #guardFailed(tick: Tick, error: unknown): undefined {
     // A guard that fails after its job stopped (a close, a removal) reports nothing.
-    if (this.phase !== 'ticking') return undefined;
-    this.record.guardFailed++;
-    if (this.events.wants('guardFailed')) this.events.emit({ type: 'guardFailed', name: this.name, error });
-    return this.endTickWithoutRun(triggered);
+    if (this.#phase !== 'ticking') return undefined;
+    this.#recorded().guardFailed++;
+    if (this.#wants('guardFailed')) this.#emit({ type: 'guardFailed', name: this.name, error });
+    return this.#endWithoutRun(tick);
   }
 
   /** A tick that starts no run: in shifted mode the next tick comes `every` ms after it, unless it was triggered. */
-  private endTickWithoutRun(triggered = false): undefined {
-    if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !triggered) {
-      this.armNext(this.options.every);
+  #endWithoutRun(tick: Tick): undefined {
+    if (this.options.delayMode === 'shifted' && this.#phase === 'ticking' && tick.origin !== 'trigger') {
+      this.#armNext(this.options.every);
     }
     return undefined;
   }
 
   /** @internal A run of this job has ended. */
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void {
-    this.runs.splice(this.runs.indexOf(run), 1);
+    const runs = this.#runs!;
+    runs.splice(runs.indexOf(run), 1);
     // Read before the next tick is armed, so that the gap from this end to it is never below `every`.
-    const durationMs = Math.round((now() - run.context.startedAt) * 1000) / 1000;
-    this.record.runEnded(reason, Date.now(), durationMs, failed, error);
+    const durationMs = Math.round((now() - run.startedAt) * 1000) / 1000;
+    const record = this.#recorded();
+    record[reason]++;
+    record.lastReason = reason;
+    record.lastEndedAt = Date.now();
+    record.lastDurationMs = durationMs;
+    record.lastError = failed ? { value: error } : undefined;
+    if (reason === 'normal') {
+      record.lastSucceededAt = record.lastEndedAt;
+      record.consecutiveFailures = 0;
+    } else if (FAILED_RUNS.has(reason)) {
+      record.consecutiveFailures++;
+    }
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
-    if (this.options.delayMode === 'shifted' && this.phase === 'ticking' && !run.replaced && !run.triggered) {
-      this.armNext(this.options.every);
+    if (this.options.delayMode === 'shifted' && this.#phase === 'ticking' && !run.replaced && run.armsNext) {
+      this.#armNext(this.options.every);
     }
-    const listening = this.events.wants('finished', reason);
-    if (listening || run.waiter !== undefined) {
+    const { waiter } = run.tick;
+    const listening = this.#wants('finished', reason);
+    if (listening || waiter !== undefined) {
       const outcome: RunOutcome = failed ? { reason, error, durationMs } : { reason, durationMs };
-      if (listening) this.events.emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
-      run.waiter?.(outcome);
+      if (listening) this.#emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
+      waiter?.(outcome);
     }
-    if (this.runs.length === 0) this.drained?.();
+    if (runs.length === 0) this.#drained?.();
   }
 
   /**
-   * @internal Reports the slots a late tick dropped; a replica without the lease reports nothing of the job but
-   * its next tick. Returns false when a listener stopped the scheduler (or removed the job).
+   * Reports the slots a late tick dropped; a replica without the lease reports nothing of the job but its next
+   * tick. Returns false when a listener stopped the scheduler (or removed the job).
    */
-  slotsDropped(count: number): boolean {
+  #slotsDropped(count: number): boolean {
     // A paused job drops its ticks on purpose.
-    if (this.lease?.held !== false && !this.paused) this.missed(count);
-    return this.phase === 'ticking';
+    if (this.#lease?.held !== false && !this.#paused) this.#missed(count);
+    return this.#phase === 'ticking';
   }
 
-  private missed(count: number): void {
-    this.record.missed += count;
-    if (this.events.wants('missed')) this.events.emit({ type: 'missed', name: this.name, count });
+  #missed(count: number): void {
+    this.#recorded().missed += count;
+    if (this.#wants('missed')) this.#emit({ type: 'missed', name: this.name, count });
+  }
+
+  // ---- When the next tick comes ----
+
+  /** The first tick: `initialDelay` from now, or the calendar's next slot. */
+  #armFirst(): void {
+    if (this.#calendar === undefined) this.#armNext(this.options.initialDelay);
+    else this.#armSlot(this.#calendar.next(Date.now()));
+  }
+
+  /**
+   * Arms the next tick `delay` ms from now (the first tick, shifted mode); manual mode only reports it. An
+   * exclusive job's fleet learns it: in shifted mode the fleet's next tick is due `every` after the end of its
+   * last run, wherever it ran.
+   */
+  #armNext(delay: number): void {
+    if (this.options.mode === 'auto') {
+      this.#slot = Date.now() + delay;
+      armAt(this, now() + delay);
+      this.#fleet?.ranUntil(this.#slot);
+    }
+    this.#reportNext(delay);
+  }
+
+  /** A cron job's next slot: armed in auto mode, reported with `nextTick` in both modes. */
+  #armSlot(slot: number | null): void {
+    // A pattern without a next slot (croner looks up to the year 3000) ticks no more.
+    if (slot === null) return;
+    const wallNow = Date.now();
+    if (this.options.mode === 'auto') this.#aim(slot, wallNow);
+    this.#reportNext(slot - wallNow, slot);
+  }
+
+  /**
+   * Auto mode: aims the timer at `slot` (wall-clock ms) from `wallNow`. A cron job's timer looks at the wall clock
+   * again at least every {@link WALL_CHECK} ms on Node's own timers.
+   */
+  #aim(slot: number, wallNow: number): void {
+    this.#slot = slot;
+    let deadline = now() + (slot - wallNow);
+    if (this.#calendar !== undefined) {
+      if (underFakeTimers()) watchSystemTime(this);
+      else deadline = Math.min(deadline, now() + WALL_CHECK);
+    }
+    armAt(this, deadline);
+  }
+
+  /** @internal A test set the wall clock: a cron job's timer aims at its slot again. */
+  systemTimeSet(): void {
+    if (isArmed(this)) this.#aim(this.#slot, Date.now());
+  }
+
+  /** The slot after `slot` on the job's grid, or its calendar's; 0 if the calendar has none. */
+  #slotAfter(slot: number): number {
+    return this.#calendar === undefined ? slot + this.options.every : (this.#calendar.next(slot) ?? 0);
+  }
+
+  /** `in`: the nominal delay; `at`: a cron job's next slot. */
+  #reportNext(delay: number, at?: number): void {
+    if (!this.#wants('nextTick')) return;
+    const { name } = this;
+    this.#emit(
+      at === undefined ? { type: 'nextTick', name, in: delay } : { type: 'nextTick', name, in: delay, at },
+    );
   }
 
   // ---- The lease of an exclusive job ----
 
   /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
   leaseAcquired(fencingToken: number, stored: PeriodicFleetSchedule | null): void {
-    if (this.events.wants('leaseAcquired'))
-      this.events.emit({ type: 'leaseAcquired', name: this.name, fencingToken });
-    if (this.options.mode !== 'auto' || this.phase !== 'ticking') return;
+    if (this.#wants('leaseAcquired')) this.#emit({ type: 'leaseAcquired', name: this.name, fencingToken });
+    if (this.options.mode !== 'auto' || this.#phase !== 'ticking') return;
     const wallNow = Date.now();
-    const next = this.fleet!.takeOver(stored, this.ticks.slot, wallNow);
-    if (next !== undefined) this.ticks.continueAt(next, wallNow);
+    const next = this.#fleet!.takeOver(stored, this.#slot, wallNow);
+    if (next === undefined) return;
+    // The next tick is the fleet's; one that has passed is ticked at once, and reports its own next tick then.
+    this.#aim(next, wallNow);
+    if (next > wallNow) this.#reportNext(next - wallNow, this.#calendar === undefined ? undefined : next);
   }
 
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
   leaseLost(reason: string): void {
-    if (this.events.wants('leaseLost')) this.events.emit({ type: 'leaseLost', name: this.name, reason });
-    for (const run of this.runs.slice()) run.stop('leaseLost');
+    if (this.#wants('leaseLost')) this.#emit({ type: 'leaseLost', name: this.name, reason });
+    for (const run of this.#runs?.slice() ?? []) run.stop('leaseLost');
+  }
+
+  // ---- What can be done with a scheduler ----
+
+  /** Starts ticking: the first tick comes `initialDelay` ms from now (auto mode). Idempotent. */
+  start(): void {
+    if (this.#phase === 'ticking') return;
+    if (this.#phase === 'stopped') {
+      throw new PeriodicConfigError(
+        `job "${this.name}" was stopped and cannot start again; create a new PeriodicScheduler instead`,
+      );
+    }
+    this.#phase = 'ticking';
+    this.#lease?.start();
+    this.#armFirst();
+  }
+
+  /**
+   * Stops ticking, stops every run (`'shutdown'`, grace `jobShutdown`) and resolves once each has settled
+   * or been abandoned, and a lease this replica holds has been released. Idempotent: every call returns the
+   * same promise.
+   */
+  stop(): Promise<void> {
+    if (this.#stopped === undefined) {
+      this.halt();
+      let drained: Promise<void>;
+      if (this.running === 0) {
+        drained = Promise.resolve();
+      } else {
+        drained = new Promise((resolve) => (this.#drained = resolve));
+        for (const run of this.#runs!.slice()) run.stop('shutdown');
+      }
+      const fleet = this.#fleet;
+      this.#stopped = fleet === undefined ? drained : drained.then(() => fleet.release());
+    }
+    return this.#stopped;
+  }
+
+  /**
+   * @internal Stops ticking for good: no tick starts anything any more, while the runs in flight go on until
+   * `stop()`. An application that begins to close halts every job at once, and drains each in its turn.
+   */
+  halt(): void {
+    if (this.#phase === 'stopped') return;
+    this.#phase = 'stopped';
+    cancel(this);
+    if (this.#calendar !== undefined) {
+      unwatchSystemTime(this);
+      this.#calendar.release();
+    }
+    this.#jitter?.timer.cancel();
+    // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
+    this.#lease?.retire();
+  }
+
+  /** Manual mode: performs one tick; resolves once the guard has been evaluated and the run, if any, started. */
+  async tick(): Promise<TickResult> {
+    if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
+    return this.trigger();
+  }
+
+  /**
+   * Performs one tick now, in either mode, as a manual tick does (guard, overlap policy, events); the grid does
+   * not move. Resolves once the guard has been evaluated and the run, if any, started.
+   */
+  async trigger(): Promise<TickResult> {
+    const refusal = this.#refuseTick();
+    if (refusal !== undefined) return refusal;
+    const run = await (this.options.mode === 'manual'
+      ? this.#manualTick(undefined)
+      : this.#handle({ scheduledAt: now(), slot: Date.now(), origin: 'trigger', waiter: undefined }));
+    return run === undefined ? { ok: false, error: 'jobNotStarted' } : { ok: true, jobId: run.jobId };
+  }
+
+  /**
+   * Manual mode: performs one tick and resolves when the run it started has ended. Rejects with a
+   * `PeriodicTimeoutError` when `timeout` ms pass first; the run goes on.
+   */
+  async syncTick(options: { timeout?: number } = {}): Promise<SyncTickResult> {
+    const where = `syncTick() of job "${this.name}"`;
+    const given = checkedOptions(where, options, { timeout: RULES.timeout }, '{ timeout: 10_000 }');
+    const timeout = (given.timeout as number | undefined) ?? SYNC_TICK_TIMEOUT;
+    if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
+    return this.#refuseTick() ?? this.#runToEnd(timeout);
+  }
+
+  /**
+   * Ticks start nothing (no guard, no run) until `resume()`; runs in flight go on, and the grid keeps its
+   * place. Local to this process: an exclusive job's lease is kept.
+   */
+  pause(): void {
+    this.#paused = true;
+  }
+
+  /** Ticks start runs again: the next is the next slot of the grid; in shifted mode, `every` from now. */
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    // A shifted job with a run in flight arms its next tick when that run ends.
+    if (this.options.delayMode === 'shifted' && isArmed(this)) this.#armNext(this.options.every);
+  }
+
+  /** What the job is doing, and what it did last. */
+  status(): PeriodicJobStatus {
+    const ticking = this.state === 'ticking' && isArmed(this);
+    const lease = this.#lease;
+    return statusOf(
+      {
+        options: this.options,
+        state: this.state,
+        running: this.running,
+        nextSlot: ticking ? this.#slot : 0,
+        lease,
+      },
+      this.#record,
+    );
+  }
+
+  /**
+   * @internal Auto mode: whether a tick has been due for more than two intervals and has not come, as when its
+   * timer died, or has waited that long for its guard. A shifted job with a run in flight is not due.
+   */
+  get overdue(): boolean {
+    if (this.state !== 'ticking' || this.options.mode !== 'auto') return false;
+    const interval = this.#interval();
+    if (interval === undefined) return false;
+    // A tick stuck on its guard (or its claim): the ticks after it come, and are all missed.
+    if ((this.#guardPending || this.#claimPending) && now() - this.#waitingSince > 2 * interval) return true;
+    if (this.options.delayMode === 'shifted' && this.running > 0) return false;
+    const lateness = this.#calendar === undefined ? now() - this.deadline : Date.now() - this.#slot;
+    return lateness > 2 * interval;
+  }
+
+  /** The interval at the current slot (a calendar's gap there), or undefined when no slot comes after it. */
+  #interval(): number | undefined {
+    if (this.#calendar === undefined) return this.options.every;
+    const next = this.#calendar.next(this.#slot);
+    return next === null ? undefined : next - this.#slot;
+  }
+
+  /** Manual mode: a tick asked for by `tick`, `syncTick` or `trigger`; it reports the next tick, as a timer tick would. */
+  async #manualTick(waiter: Tick['waiter']): Promise<Run | undefined> {
+    if (this.#calendar !== undefined) this.#armSlot(this.#calendar.next(Date.now()));
+    else if (this.options.delayMode === 'regular') this.#reportNext(this.options.every);
+    return this.#handle({ scheduledAt: now(), slot: Date.now(), origin: 'manual', waiter });
+  }
+
+  /**
+   * Performs a manual tick and resolves with how the run it started ended. Rejects with a
+   * {@link PeriodicTimeoutError} when `timeout` ms pass first, saying what is still pending; the run goes on.
+   */
+  #runToEnd(timeout: number): Promise<SyncTickResult> {
+    return new Promise((resolve, reject) => {
+      let run: Run | undefined;
+      const timer = new DeadlineTimer({ onDeadline: () => reject(this.#gaveUp(timeout, run)) });
+      if (timeout !== Infinity) timer.armAt(now() + timeout);
+      const waiter = (outcome: RunOutcome) => {
+        timer.cancel();
+        resolve({ ok: true, ...outcome });
+      };
+      this.#manualTick(waiter).then((started) => {
+        run = started;
+        if (started === undefined) {
+          timer.cancel();
+          resolve({ ok: false, error: 'jobNotStarted' });
+        }
+      }, reject);
+    });
+  }
+
+  #gaveUp(timeout: number, run: Run | undefined): PeriodicTimeoutError {
+    const what =
+      run === undefined
+        ? 'its guard is still pending. Make the guard settle sooner'
+        : `run #${run.jobId} is still running and goes on. Make the run settle sooner (does it honour ctx.signal?)`;
+    return new PeriodicTimeoutError(
+      `syncTick() of job "${this.name}" gave up after ${timeout}ms: ${what} or pass a larger { timeout }.`,
+    );
+  }
+
+  /** Why a tick asked for now would start nothing, if it is known before the tick. */
+  #refuseTick(): Extract<TickResult, { ok: false }> | undefined {
+    if (this.#phase !== 'ticking') return { ok: false, error: 'jobNotStarted' };
+    if (this.#paused) return { ok: false, error: 'paused' };
+    if (this.#lease?.held === false) return { ok: false, error: 'notLeaseHolder' };
+    return undefined;
+  }
+
+  #recorded(): JobRecord {
+    return (this.#record ??= new JobRecord());
+  }
+
+  // ---- Events ----
+
+  /** Whether the sink wants events of `type` (for `finished`, of a run that ended with `reason`). */
+  #wants(type: PeriodicEventType, reason?: JobExitReason): boolean {
+    const sink = this.#sink;
+    if (sink?.wants === undefined) return sink !== undefined;
+    try {
+      return sink.wants(type, reason);
+    } catch (error) {
+      this.#sinkFailed(type, error);
+      return false;
+    }
+  }
+
+  #emit(event: PeriodicEvent): void {
+    try {
+      this.#sink?.emit(event);
+    } catch (error) {
+      this.#sinkFailed(event.type, error);
+    }
+  }
+
+  /** A sink that throws disturbs nothing: its error is reported as a process warning. */
+  #sinkFailed(type: PeriodicEventType, error: unknown): void {
+    const detail = isError(error) ? (error.stack ?? error.message) : describeValue(error);
+    process.emitWarning(`the event sink of job "${this.name}" threw on "${type}": ${detail}`, {
+      code: 'PERIODIC_EVENT_SINK',
+    });
   }
 }

@@ -1,5 +1,5 @@
 import { tracingChannel } from 'node:diagnostics_channel';
-import { type DeadlineListener, DeadlineTimer, now } from './clock.js';
+import { DeadlineTimer, now } from './deadline-timer.js';
 import { type AbortReason, PeriodicAbortError } from './errors.js';
 import { FAILED_RUNS, type JobExitReason } from './events.js';
 
@@ -34,6 +34,20 @@ export type SyncTickResult =
 /** How a run ended: `error` is present when it threw or rejected. */
 export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
 
+/** Where a tick comes from: its timer, `tick()`/`syncTick()` in manual mode, or `trigger()` in auto mode. */
+export type TickOrigin = 'timer' | 'manual' | 'trigger';
+
+/** One tick of a job, from its deadline until it has started its run or ended without one. */
+export interface Tick {
+  /** Its deadline on the `now()` timeline. */
+  readonly scheduledAt: number;
+  /** The wall-clock time it is for, which names it to the fleet; a manual tick's is when it was asked for. */
+  readonly slot: number;
+  readonly origin: TickOrigin;
+  /** `syncTick()`: told how the run ended. */
+  readonly waiter: ((outcome: RunOutcome) => void) | undefined;
+}
+
 /** What a run reads of its job's options (the resolved options of `options.ts` have them all). */
 export interface RunOptions {
   readonly name: string;
@@ -41,8 +55,12 @@ export interface RunOptions {
   readonly jobShutdown: number | 'brutalKill';
 }
 
-/** Told once when a run ends: it settled (`failed` tells whether it threw), or it was abandoned. */
+/** The scheduler of a run: it calls the job, and is told once when the run ends. */
 export interface RunOwner {
+  readonly options: RunOptions;
+  /** Calls the job with the run as its context. */
+  call(run: Run): unknown;
+  /** The run settled (`failed` tells whether it threw), or was abandoned. */
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void;
 }
 
@@ -80,188 +98,180 @@ const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
 const ABANDONED_AFTER: Record<AbortReason, JobExitReason> = { ...SETTLED_AFTER, shutdown: 'killed' };
 
 /**
- * What a run receives. `signal` and `scheduledDate` are made when they are first read: most runs read
- * neither, and an `AbortController` costs more than the rest of a run together.
+ * One call of the job, from its start until it settles or is abandoned; it is also the context the job
+ * receives. Stopping a run aborts its signal and gives it a grace to settle; the first stop decides its exit
+ * reason. `signal` and `scheduledDate` are made when they are first read: most runs read neither, and an
+ * `AbortController` costs more than the rest of a run together.
  */
-class RunContext implements PeriodicContext {
-  readonly #run: Run;
-  readonly #slot: number;
+export class Run implements PeriodicContext {
+  readonly name: string;
+  readonly startedAt: number;
+  readonly scheduledAt: number;
+  /** The tick that started the run. */
+  readonly #tick: Tick;
+  readonly #owner: RunOwner;
   #date: Date | undefined;
+  /** In shifted mode, the run's end arms the next tick: it was started by the grid, or replaced one that was. */
+  #armsNext: boolean;
+  /** Set once the run has ended; whatever it does after that is swallowed. */
+  #ended = false;
+  #stopReason: AbortReason | undefined;
+  /** Made when the run first reads its signal; the reason it was stopped with, if that came first. */
+  #controller: AbortController | undefined;
+  #abortError: PeriodicAbortError | undefined;
+  /** The timeout while the run runs, then the grace once it has been stopped. */
+  #timer: DeadlineTimer | undefined;
+  /** What the tracing channel publishes of the run, if it had subscribers when the run started. */
+  #trace: PeriodicRunTrace | undefined;
+  /** The call returned a promise: the trace ends with `asyncStart` and `asyncEnd`. */
+  #async = false;
 
   constructor(
-    run: Run,
-    readonly name: string,
+    owner: RunOwner,
+    tick: Tick,
     readonly jobId: number,
-    readonly scheduledAt: number,
-    slot: number,
-    readonly startedAt: number,
     readonly fencingToken: number | undefined,
   ) {
-    this.#run = run;
-    this.#slot = slot;
-  }
-
-  get signal(): AbortSignal {
-    return this.#run.signal;
-  }
-
-  get scheduledDate(): Date {
-    return (this.#date ??= new Date(this.#slot));
-  }
-}
-
-/**
- * One call of the job, from its start until it settles or is abandoned. Stopping a run aborts its signal
- * and gives it a grace to settle; the first stop decides its exit reason.
- */
-export class Run implements DeadlineListener {
-  readonly context: PeriodicContext;
-  /** Told how the run ended (`syncTick`). */
-  waiter: ((outcome: RunOutcome) => void) | undefined;
-  /** Started by `trigger()` in auto mode, off the grid: its end arms no tick. */
-  triggered = false;
-  /** Set once the run has ended; whatever it does after that is swallowed. */
-  private ended = false;
-  private stopReason: AbortReason | undefined;
-  /** Made when the run first reads its signal; the reason it was stopped with, if that came first. */
-  private controller: AbortController | undefined;
-  private abortError: PeriodicAbortError | undefined;
-  /** The timeout while the run runs, then the grace once it has been stopped. */
-  private timer: DeadlineTimer | undefined;
-  /** What the tracing channel publishes of the run, if it had subscribers when the run started. */
-  private trace: PeriodicRunTrace | undefined;
-  /** The call returned a promise: the trace ends with `asyncStart` and `asyncEnd`. */
-  private async = false;
-
-  constructor(
-    private readonly options: RunOptions,
-    jobId: number,
-    scheduledAt: number,
-    slot: number,
-    private readonly owner: RunOwner,
-    fencingToken?: number,
-  ) {
-    this.context = new RunContext(this, options.name, jobId, scheduledAt, slot, now(), fencingToken);
+    this.#owner = owner;
+    this.#tick = tick;
+    this.name = owner.options.name;
+    this.scheduledAt = tick.scheduledAt;
+    this.startedAt = now();
+    this.#armsNext = tick.origin !== 'trigger';
   }
 
   /** The run's signal, aborted already if the run was stopped before it first asked. */
   get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      this.controller = new AbortController();
-      if (this.abortError !== undefined) this.controller.abort(this.abortError);
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#abortError !== undefined) this.#controller.abort(this.#abortError);
     }
-    return this.controller.signal;
+    return this.#controller.signal;
   }
 
-  get jobId(): number {
-    return this.context.jobId;
+  get scheduledDate(): Date {
+    return (this.#date ??= new Date(this.#tick.slot));
   }
 
-  /** True once the run has been stopped by `onOverlap: 'stopPrevious'`. */
+  /** @internal The tick that started the run. */
+  get tick(): Tick {
+    return this.#tick;
+  }
+
+  /** @internal True once the run has been stopped by `onOverlap: 'stopPrevious'`. */
   get replaced(): boolean {
-    return this.stopReason === 'stopPrevious';
+    return this.#stopReason === 'stopPrevious';
   }
 
-  /** Calls the job; a run that returns a promise ends when it settles, any other run ends at once. */
-  launch(job: (context: PeriodicContext) => unknown): void {
-    const trace = RUNS.hasSubscribers ? this.startTrace() : undefined;
+  /** @internal In shifted mode, whether the run's end arms the next tick. */
+  get armsNext(): boolean {
+    return this.#armsNext;
+  }
+
+  /** @internal The run replaces one of the grid's (`stopPrevious`): its end arms the next tick in its place. */
+  replacesGridRun(): void {
+    this.#armsNext = true;
+  }
+
+  /** @internal Calls the job; a run that returns a promise ends when it settles, any other run ends at once. */
+  launch(): void {
+    const trace = RUNS.hasSubscribers ? this.#startTrace() : undefined;
     let result: unknown;
     try {
-      result =
-        trace === undefined ? job(this.context) : RUNS.start.runStores(trace, job, undefined, this.context);
+      const owner = this.#owner;
+      result = trace === undefined ? owner.call(this) : RUNS.start.runStores(trace, owner.call, owner, this);
     } catch (error) {
-      return this.settle(true, error);
+      return this.#settle(true, error);
     }
-    if (!isThenable(result)) return this.settle(false, result);
+    if (!isThenable(result)) return this.#settle(false, result);
     if (trace !== undefined) {
-      this.async = true;
+      this.#async = true;
       RUNS.end.publish(trace);
     }
     // Its `then` is called once, here: a thenable that runs a query on `then` (a query builder) runs it once.
     Promise.resolve(result).then(
-      (value) => this.settle(false, value),
-      (error: unknown) => this.settle(true, error),
+      (value) => this.#settle(false, value),
+      (error: unknown) => this.#settle(true, error),
     );
     // The job may have stopped its own scheduler; that stop's grace timer must stay.
-    if (this.options.timeout !== Infinity && this.stopReason === undefined) {
-      this.armTimer(this.context.startedAt + this.options.timeout);
-    }
+    const { timeout } = this.#owner.options;
+    if (timeout !== Infinity && this.#stopReason === undefined) this.#armTimer(this.startedAt + timeout);
   }
 
   /**
-   * Aborts the run's signal, then abandons it when its grace runs out: at once after `'stopPrevious'` or
-   * with `jobShutdown: 'brutalKill'`, never with `Infinity`. A run already stopped keeps its first reason.
+   * @internal Aborts the run's signal, then abandons it when its grace runs out: at once after `'stopPrevious'`
+   * or with `jobShutdown: 'brutalKill'`, never with `Infinity`. A run already stopped keeps its first reason.
    */
   stop(reason: AbortReason): void {
-    if (this.ended) return;
-    const grace = reason === 'stopPrevious' ? 'brutalKill' : this.options.jobShutdown;
-    if (this.stopReason !== undefined) {
-      if (grace === 'brutalKill') this.abandon();
+    if (this.#ended) return;
+    const grace = reason === 'stopPrevious' ? 'brutalKill' : this.#owner.options.jobShutdown;
+    if (this.#stopReason !== undefined) {
+      if (grace === 'brutalKill') this.#abandon();
       return;
     }
-    this.stopReason = reason;
-    this.timer?.cancel();
-    this.abortError = new PeriodicAbortError(reason, this.abortMessage(reason));
-    this.controller?.abort(this.abortError);
+    this.#stopReason = reason;
+    this.#timer?.cancel();
+    this.#abortError = new PeriodicAbortError(reason, this.#abortMessage(reason));
+    this.#controller?.abort(this.#abortError);
     // An abort listener may have stopped the scheduler, and with it this run.
-    if (this.ended) return;
-    if (grace === 'brutalKill') return this.abandon();
-    if (grace !== Infinity) this.armTimer(now() + grace);
+    if (this.#ended) return;
+    if (grace === 'brutalKill') return this.#abandon();
+    if (grace !== Infinity) this.#armTimer(now() + grace);
+  }
+
+  /** @internal The timeout ran out, or the grace after a stop did. */
+  onDeadline(): void {
+    if (this.#stopReason === undefined) this.stop('timeout');
+    else this.#abandon();
   }
 
   /** Runs without a timeout that are never stopped, the most common kind, allocate no timer at all. */
-  private armTimer(deadline: number): void {
-    (this.timer ??= new DeadlineTimer(this)).armAt(deadline);
-  }
-
-  /** The timeout ran out, or the grace after a stop did. */
-  onDeadline(): void {
-    if (this.stopReason === undefined) this.stop('timeout');
-    else this.abandon();
+  #armTimer(deadline: number): void {
+    (this.#timer ??= new DeadlineTimer(this)).armAt(deadline);
   }
 
   /** The run returned or resolved `value`, or threw or rejected it (`failed`). */
-  private settle(failed: boolean, value: unknown): void {
-    if (this.ended) return;
+  #settle(failed: boolean, value: unknown): void {
+    if (this.#ended) return;
     const reason =
-      this.stopReason === undefined ? (failed ? 'error' : 'normal') : SETTLED_AFTER[this.stopReason];
-    this.end(reason, failed, value);
+      this.#stopReason === undefined ? (failed ? 'error' : 'normal') : SETTLED_AFTER[this.#stopReason];
+    this.#end(reason, failed, value);
   }
 
-  private abandon(): void {
-    this.end(ABANDONED_AFTER[this.stopReason as AbortReason], false, undefined);
+  #abandon(): void {
+    this.#end(ABANDONED_AFTER[this.#stopReason!], false, undefined);
   }
 
-  private end(reason: JobExitReason, failed: boolean, value: unknown): void {
-    this.ended = true;
-    this.timer?.cancel();
-    if (this.trace !== undefined) this.endTrace(this.trace, reason, failed, value);
-    this.owner.runEnded(this, reason, failed, failed ? value : undefined);
+  #end(reason: JobExitReason, failed: boolean, value: unknown): void {
+    this.#ended = true;
+    this.#timer?.cancel();
+    if (this.#trace !== undefined) this.#endTrace(this.#trace, reason, failed, value);
+    this.#owner.runEnded(this, reason, failed, failed ? value : undefined);
   }
 
-  private startTrace(): PeriodicRunTrace {
-    const { name, jobId, scheduledAt, fencingToken } = this.context;
-    return (this.trace = { name, jobId, scheduledAt, fencingToken });
+  #startTrace(): PeriodicRunTrace {
+    const { name, jobId, scheduledAt, fencingToken } = this;
+    return (this.#trace = { name, jobId, scheduledAt, fencingToken });
   }
 
-  private endTrace(trace: PeriodicRunTrace, reason: JobExitReason, failed: boolean, value: unknown): void {
+  #endTrace(trace: PeriodicRunTrace, reason: JobExitReason, failed: boolean, value: unknown): void {
     trace.exitReason = reason;
     if (failed) trace.error = value;
     // A run stopped as a failure: its signal's reason.
-    else if (FAILED_RUNS.has(reason)) trace.error = this.abortError;
+    else if (FAILED_RUNS.has(reason)) trace.error = this.#abortError;
     else if (reason === 'normal') trace.result = value;
     if (failed || trace.error !== undefined) RUNS.error.publish(trace);
-    if (this.async) {
+    if (this.#async) {
       RUNS.asyncStart.publish(trace);
       RUNS.asyncEnd.publish(trace);
     } else RUNS.end.publish(trace);
   }
 
-  private abortMessage(reason: AbortReason): string {
-    const run = `job ${this.options.name}#${this.jobId}`;
+  #abortMessage(reason: AbortReason): string {
+    const run = `job ${this.name}#${this.jobId}`;
     switch (reason) {
       case 'timeout':
-        return `${run} timed out after ${this.options.timeout}ms`;
+        return `${run} timed out after ${this.#owner.options.timeout}ms`;
       case 'stopPrevious':
         return `${run} was stopped: a new run started (onOverlap: 'stopPrevious')`;
       case 'shutdown':
@@ -270,6 +280,15 @@ export class Run implements DeadlineListener {
         return `${run} was stopped: this replica lost the job's lease`;
     }
   }
+}
+
+/**
+ * A job that calls method `key` of `target`, looked up on each run, so that a method replaced after the job was
+ * made (a test's `jest.spyOn(instance, 'purge')`) is the one called.
+ */
+export function methodCall(target: object, key: string | symbol): (context: PeriodicContext) => unknown {
+  const methods = target as Record<string | symbol, (context: PeriodicContext) => unknown>;
+  return (context) => methods[key](context);
 }
 
 /** Whether a value is a promise or promise-like. */

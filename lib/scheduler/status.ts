@@ -1,4 +1,4 @@
-import { FAILED_RUNS, type JobExitReason } from './events.js';
+import type { JobExitReason } from './events.js';
 import type { ResolvedPeriodicOptions, SchedulerMode } from './options.js';
 
 /** What a job is doing, and what it did last: `registry.status(name)`. */
@@ -27,9 +27,9 @@ export interface PeriodicJobStatus {
 }
 
 /**
- * What a job did, counted as it happens: plain numbers, and the wall-clock times things happened at, so that a
- * clock set later moves none of them. A job gets its record with the first thing it has to count, so that idle
- * jobs cost nothing.
+ * What a job did, counted by its scheduler as it happens: plain numbers, and the wall-clock times things happened
+ * at, so that a clock set later moves none of them. A job gets its record with the first thing it has to count,
+ * so that idle jobs cost nothing.
  */
 export class JobRecord {
   started = 0;
@@ -51,27 +51,6 @@ export class JobRecord {
   lastEndedAt = NaN;
   lastDurationMs = 0;
   lastError: { value: unknown } | undefined = undefined;
-
-  /** @param startedAt epoch ms. */
-  runStarted(startedAt: number): void {
-    this.started++;
-    this.lastStartedAt = startedAt;
-  }
-
-  /** @param at epoch ms. */
-  runEnded(reason: JobExitReason, at: number, durationMs: number, failed: boolean, error: unknown): void {
-    this[reason]++;
-    this.lastReason = reason;
-    this.lastEndedAt = at;
-    this.lastDurationMs = durationMs;
-    this.lastError = failed ? { value: error } : undefined;
-    if (reason === 'normal') {
-      this.lastSucceededAt = at;
-      this.consecutiveFailures = 0;
-    } else if (FAILED_RUNS.has(reason)) {
-      this.consecutiveFailures++;
-    }
-  }
 }
 
 /** What a job's status is made of, beside its record. */

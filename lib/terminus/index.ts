@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import { PeriodicRegistry } from '../periodic.registry.js';
+import { PeriodicRegistry } from '../nest/registry.js';
 import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';

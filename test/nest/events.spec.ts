@@ -9,7 +9,7 @@ import {
   PeriodicEvents,
   PeriodicModule,
 } from '../../lib/index.js';
-import { DEFAULT_LOG_LEVELS, eventLogger } from '../../lib/periodic.logger.js';
+import { DEFAULT_LOG_LEVELS, eventLogger } from '../../lib/nest/logger.js';
 import { honouringRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 
@@ -182,13 +182,15 @@ describe('diagnostics_channel', () => {
     unsubscribe('nestjs-periodic:started', onStarted);
     expect(events.wants('started')).toBe(false);
     // By default the logger wants what a healthy job never does: no `started`, but `finished` (a failure).
-    const logged = new PeriodicEvents(eventLogger(DEFAULT_LOG_LEVELS, () => 0));
+    const logged = new PeriodicEvents();
+    logged.logWith(eventLogger(DEFAULT_LOG_LEVELS, () => 0));
     expect(
       ['missed', 'nextTick', 'started', 'finished', 'skipped'].map((type) => logged.wants(type as never)),
     ).toEqual([true, false, false, true, true]);
     // A run that ended normally makes no line by default: its event is not built for the logger alone.
     expect([logged.wants('finished', 'normal'), logged.wants('finished', 'error')]).toEqual([false, true]);
-    const quiet = new PeriodicEvents(
+    const quiet = new PeriodicEvents();
+    quiet.logWith(
       eventLogger({ ...DEFAULT_LOG_LEVELS, missed: false, skipped: false, started: 'debug' }, () => 0),
     );
     expect(['missed', 'skipped', 'started'].map((type) => quiet.wants(type as never))).toEqual([

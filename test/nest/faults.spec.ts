@@ -3,7 +3,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { Periodic, PeriodicModule, PeriodicNotFoundError, PeriodicTimeoutError } from '../../lib/index.js';
-import { armedDeadlines } from '../../lib/scheduler/clock.js';
+import { armedDeadlines } from '../../lib/scheduler/deadline-timer.js';
 import { deferred } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 

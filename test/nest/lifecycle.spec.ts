@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from '@jest/globals';
 import { Global, Injectable, Module, type ModuleMetadata, Scope } from '@nestjs/common';
 import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
-import { armedDeadlines } from '../../lib/scheduler/clock.js';
+import { armedDeadlines } from '../../lib/scheduler/deadline-timer.js';
 import { honouringRun, stuckRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 

@@ -77,6 +77,21 @@ describe('PeriodicModule.forRoot()', () => {
     );
   });
 
+  it('the import nearest the root applies, wherever the root lists it: after a feature module that imports forRoot() too', async () => {
+    @Module({ imports: [PeriodicModule.forRoot({ logger: false })], providers: [Counter] })
+    class FeatureModule {}
+    @Module({
+      imports: [
+        FeatureModule,
+        PeriodicModule.forRoot({ mode: 'manual', jobs: { 'Counter.count': { every: 1234 } } }),
+      ],
+    })
+    class AppModule {}
+
+    const app = await createApp({ imports: [AppModule] });
+    expect(app.registry.get('Counter.count').options).toMatchObject({ mode: 'manual', every: 1234 });
+  });
+
   it('imported twice with the same options: no warning, no job twice', async () => {
     @Module({ imports: [PeriodicModule.forRoot({ mode: 'manual' })], providers: [Counter] })
     class FeatureModule {}

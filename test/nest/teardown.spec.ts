@@ -7,7 +7,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { Inject, Injectable, Module, type ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
-import { armedDeadlines } from '../../lib/scheduler/clock.js';
+import { armedDeadlines } from '../../lib/scheduler/deadline-timer.js';
 import { honouringRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 

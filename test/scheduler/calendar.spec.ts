@@ -3,7 +3,7 @@
 // One test runs on real timers.
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
-import { cachedCalendars } from '../../lib/scheduler/calendar.js';
+import { cachedCalendars } from '../../lib/scheduler/schedule.js';
 import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';

@@ -3,7 +3,7 @@
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
-import { type PeriodicCoordinator, reportCoordinatorTo } from '../../lib/scheduler/coordinator.js';
+import { type PeriodicCoordinator, StoreLog } from '../../lib/scheduler/coordinator-port.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { deferred, EventLog, flush, useFakeTimers } from './helpers.js';
 
@@ -23,18 +23,22 @@ class FlakyCoordinator extends InMemoryCoordinator {
   }
 }
 
-function exclusiveJob(coordinator: InMemoryCoordinator): EventLog {
+/** Where the failures of each coordinator are reported, as the Nest module gives its application's jobs. */
+const storeLogs = new WeakMap<PeriodicCoordinator, StoreLog>();
+
+function exclusiveJob(coordinator: PeriodicCoordinator): EventLog {
   const log = new EventLog();
   new PeriodicScheduler(
     { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
     log.sink,
+    { storeLog: storeLogs.get(coordinator) },
   ).start();
   return log;
 }
 
-function logTo(coordinator: InMemoryCoordinator) {
+function logTo(coordinator: PeriodicCoordinator) {
   const log = { error: jest.fn<(message: string) => void>(), log: jest.fn<(message: string) => void>() };
-  reportCoordinatorTo(coordinator, log);
+  storeLogs.set(coordinator, new StoreLog(coordinator, log));
   return log;
 }
 
@@ -106,10 +110,10 @@ describe('failures of a coordinator', () => {
       writeSchedule: (...args) => store.writeSchedule(...args),
     };
     const log = { error: jest.fn<(message: string) => void>(), log: jest.fn<(message: string) => void>() };
-    reportCoordinatorTo(coordinator, log);
     const scheduler = new PeriodicScheduler(
       { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
       () => undefined,
+      { storeLog: new StoreLog(coordinator, log) },
     );
     scheduler.start();
     await flush();
@@ -149,6 +153,7 @@ describe('failures of a coordinator', () => {
     const scheduler = new PeriodicScheduler(
       { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
       () => undefined,
+      { storeLog: storeLogs.get(coordinator) },
     );
     scheduler.start();
     await scheduler.stop();

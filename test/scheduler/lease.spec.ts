@@ -1,7 +1,7 @@
 // The lease state machine and exclusive jobs, on fake timers, against a store that keeps leases in memory
 // the way the Lua scripts keep them in Redis. Real Redis is in test/redis.
 import { describe, expect, it, jest } from '@jest/globals';
-import { now } from '../../lib/scheduler/clock.js';
+import { now } from '../../lib/scheduler/deadline-timer.js';
 import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';

@@ -4,7 +4,7 @@
 // cases `npm test` generates; `npm run test:fuzz` generates many more.
 import { describe, expect, it, jest } from '@jest/globals';
 import fc from 'fast-check';
-import { armedDeadlines } from '../../lib/scheduler/clock.js';
+import { armedDeadlines } from '../../lib/scheduler/deadline-timer.js';
 import type { PeriodicEvent } from '../../lib/scheduler/events.js';
 import type { JobShutdown, OverlapPolicy } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';

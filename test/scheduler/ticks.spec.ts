@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { armedDeadlines, DeadlineTimer, MAX_TIMER_DELAY } from '../../lib/scheduler/clock.js';
+import { armedDeadlines, DeadlineTimer, MAX_TIMER_DELAY } from '../../lib/scheduler/deadline-timer.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { deferred, flush, startScheduler, useFakeTimers, runsInTurn } from './helpers.js';
 

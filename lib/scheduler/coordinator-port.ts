@@ -1,4 +1,4 @@
-import { DeadlineTimer, now } from './clock.js';
+import { DeadlineTimer, now } from './deadline-timer.js';
 import { describeValue, messageOf } from './errors.js';
 
 /**
@@ -49,43 +49,60 @@ export interface PeriodicCoordinator {
   ): Promise<boolean>;
 }
 
-/** Where failures of a coordinator are reported, and their end. */
+/** Where the failures of a coordinator are reported, and their end. */
 export interface CoordinatorLog {
   error(message: string): void;
   log(message: string): void;
 }
 
-/** A coordinator's replies checked and its failures reported, once for every job that uses it. */
-interface Watched {
-  readonly coordinator: PeriodicCoordinator;
-  log: CoordinatorLog;
-  /** Failures are reported at most once per `leaseMs`; those in between are counted. */
-  reportedAt: number;
-  unreported: number;
-  /** A failure was reported, and no answer came since: the next answer is reported as the recovery. */
-  down: boolean;
-}
-
-const watched = new WeakMap<PeriodicCoordinator, Watched>();
-
 /** Without Nest, failures of a coordinator become process warnings (code `PERIODIC_COORDINATOR`). */
-const warnings: CoordinatorLog = {
+const WARNINGS: CoordinatorLog = {
   error: (message) => process.emitWarning(message, { code: 'PERIODIC_COORDINATOR' }),
   log: () => undefined,
 };
 
-function watch(coordinator: PeriodicCoordinator): Watched {
-  let entry = watched.get(coordinator);
-  if (entry === undefined) {
-    entry = { coordinator, log: warnings, reportedAt: -Infinity, unreported: 0, down: false };
-    watched.set(coordinator, entry);
-  }
-  return entry;
-}
+/**
+ * The failures of one coordinator as one application reports them, shared by every job of the application that
+ * uses it: at most once per `leaseMs`, with a count of those in between, and the first success after failures
+ * once. The Nest module makes one per application, with Nest's logger; a scheduler made without one reports
+ * its own, as process warnings.
+ */
+export class StoreLog {
+  /** When the last failure was reported, on the `now()` timeline. */
+  private reportedAt = -Infinity;
+  private unreported = 0;
+  /** A failure was reported, and no answer came since: the next answer is reported as the recovery. */
+  private down = false;
 
-/** Sends the failures of `coordinator` to `log` (the Nest layer's logger) instead of process warnings. */
-export function reportCoordinatorTo(coordinator: PeriodicCoordinator, log: CoordinatorLog): void {
-  watch(coordinator).log = log;
+  constructor(
+    readonly coordinator: PeriodicCoordinator,
+    private readonly log: CoordinatorLog = WARNINGS,
+  ) {}
+
+  failed(what: string, error: unknown): void {
+    const at = now();
+    const { leaseMs } = this.coordinator;
+    if (at - this.reportedAt < leaseMs) {
+      this.unreported++;
+      return;
+    }
+    const more = this.unreported === 0 ? '' : ` (${this.unreported} more failed since the last report)`;
+    this.log.error(
+      `${storeName(this.coordinator)} failed while ${what}: ${messageOf(error)}${more}. Exclusive jobs start ` +
+        `no run until their lease is held again; the next report comes in ${leaseMs}ms at the earliest`,
+    );
+    this.reportedAt = at;
+    this.unreported = 0;
+    this.down = true;
+  }
+
+  recovered(): void {
+    if (!this.down) return;
+    this.down = false;
+    this.log.log(
+      `${storeName(this.coordinator)} answers again: exclusive jobs run again once they hold their lease`,
+    );
+  }
 }
 
 /**
@@ -94,32 +111,32 @@ export function reportCoordinatorTo(coordinator: PeriodicCoordinator, log: Coord
  * `leaseMs`, with a count of those in between, and the first success after failures is logged once.
  */
 export class CoordinatorCalls {
-  private readonly entry: Watched;
+  private readonly coordinator: PeriodicCoordinator;
   /** Set once the lease is released: answers that come later (a command still out) are not reported. */
   private silent = false;
 
-  constructor(coordinator: PeriodicCoordinator) {
-    this.entry = watch(coordinator);
+  constructor(private readonly store: StoreLog) {
+    this.coordinator = store.coordinator;
   }
 
   get leaseMs(): number {
-    return this.entry.coordinator.leaseMs;
+    return this.coordinator.leaseMs;
   }
 
   acquire(name: string, owner: string): Promise<number> {
-    return this.call('acquire', name, () => this.entry.coordinator.acquire(name, owner), TOKEN);
+    return this.call('acquire', name, () => this.coordinator.acquire(name, owner), TOKEN);
   }
 
   renew(name: string, owner: string): Promise<boolean> {
-    return this.call('renew', name, () => this.entry.coordinator.renew(name, owner), BOOLEAN);
+    return this.call('renew', name, () => this.coordinator.renew(name, owner), BOOLEAN);
   }
 
   release(name: string, owner: string): Promise<boolean> {
-    return this.call('release', name, () => this.entry.coordinator.release(name, owner), BOOLEAN);
+    return this.call('release', name, () => this.coordinator.release(name, owner), BOOLEAN);
   }
 
   readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
-    const { coordinator } = this.entry;
+    const { coordinator } = this;
     return this.call('readSchedule', name, () => this.within(coordinator.readSchedule(name)), SCHEDULE);
   }
 
@@ -129,7 +146,7 @@ export class CoordinatorCalls {
     fencingToken: number,
     schedule: PeriodicFleetSchedule,
   ): Promise<boolean> {
-    const { coordinator } = this.entry;
+    const { coordinator } = this;
     return this.call(
       'writeSchedule',
       name,
@@ -151,7 +168,7 @@ export class CoordinatorCalls {
     reply: { accepts(value: unknown): value is T; expected: string },
   ): Promise<T> {
     const what = `${STEPS[step]} "${name}"`;
-    const limit = this.entry.coordinator.leaseMs / 3;
+    const limit = this.coordinator.leaseMs / 3;
     // A command that hangs is reported as such, not again when the driver gives up on it.
     let hanging = false;
     const sent = now();
@@ -161,7 +178,7 @@ export class CoordinatorCalls {
         if (this.silent) return;
         hanging = true;
         this.failed(what, new Error(`no answer after ${Math.round(now() - sent)}ms`));
-        hung.armAt(now() + this.entry.coordinator.leaseMs);
+        hung.armAt(now() + this.coordinator.leaseMs);
       },
     });
     hung.armAt(sent + limit);
@@ -187,7 +204,7 @@ export class CoordinatorCalls {
    * ends with the lease's validity, and one acquire at a time is waited for.)
    */
   private within<T>(answer: Promise<T>): Promise<T> {
-    const limit = this.entry.coordinator.leaseMs / 3;
+    const limit = this.coordinator.leaseMs / 3;
     return new Promise((resolve, reject) => {
       const timer = new DeadlineTimer({
         onDeadline: () => reject(new Error(`no answer within ${Math.round(limit)}ms`)),
@@ -212,30 +229,11 @@ export class CoordinatorCalls {
   }
 
   private recovered(): void {
-    const { entry } = this;
-    if (!entry.down || this.silent) return;
-    entry.down = false;
-    entry.log.log(
-      `${storeName(entry.coordinator)} answers again: exclusive jobs run again once they hold their lease`,
-    );
+    if (!this.silent) this.store.recovered();
   }
 
   private failed(what: string, error: unknown): void {
-    if (this.silent) return;
-    const { entry } = this;
-    const at = now();
-    if (at - entry.reportedAt < entry.coordinator.leaseMs) {
-      entry.unreported++;
-      return;
-    }
-    const more = entry.unreported === 0 ? '' : ` (${entry.unreported} more failed since the last report)`;
-    entry.log.error(
-      `${storeName(entry.coordinator)} failed while ${what}: ${messageOf(error)}${more}. Exclusive jobs start ` +
-        `no run until their lease is held again; the next report comes in ${entry.coordinator.leaseMs}ms at the earliest`,
-    );
-    entry.reportedAt = at;
-    entry.unreported = 0;
-    entry.down = true;
+    if (!this.silent) this.store.failed(what, error);
   }
 }
 

@@ -66,6 +66,51 @@ export function unwatchSystemTime(listener: SystemTimeListener): void {
 /** Node's longest timer; a longer delay would fire after 1 ms. */
 export const MAX_TIMER_DELAY = 2 ** 31 - 1;
 
+/**
+ * A deadline the shared timer keeps: the fields it reads and writes, and what it calls once the deadline has come.
+ * A {@link DeadlineTimer} is one; a scheduler is one itself, for its ticks, so that an idle job is one object
+ * fewer. Arm and cancel entries with {@link armAt} and {@link cancel}.
+ */
+export interface TimerEntry {
+  /** On the `now()` timeline. */
+  deadline: number;
+  /** Orders entries of the same deadline by when they were armed, as Node orders its own timers. */
+  sequence: number;
+  /** The shared timer's list it waits in, if it does; its neighbours there. */
+  list: TimerList | undefined;
+  previous: TimerEntry | undefined;
+  next: TimerEntry | undefined;
+  /** Taken from its list as due, its call still to come. */
+  due: boolean;
+  /** Under fake timers: the fake timer armed for this deadline. */
+  own: ReturnType<typeof setTimeout> | undefined;
+  /** The deadline has come: `now()` has reached it. */
+  onDeadline(): void;
+}
+
+/** Arms `entry` for `deadline` on the `now()` timeline, replacing any pending deadline. */
+export function armAt(entry: TimerEntry, deadline: number): void {
+  cancel(entry);
+  entry.deadline = deadline;
+  if (!underFakeTimers()) (shared ??= new SharedTimer()).add(entry);
+  else entry.own = armOwn(entry);
+}
+
+export function cancel(entry: TimerEntry): void {
+  if (entry.list !== undefined) shared!.remove(entry);
+  // Taken as due, its call still to come; now it will not come.
+  entry.due = false;
+  if (entry.own !== undefined) {
+    globalThis.clearTimeout(entry.own);
+    entry.own = undefined;
+  }
+}
+
+/** Whether a deadline is pending: armed, and its call not made yet. */
+export function isArmed(entry: TimerEntry): boolean {
+  return entry.list !== undefined || entry.due || entry.own !== undefined;
+}
+
 /** What a {@link DeadlineTimer} calls: an object with a method rather than a closure, to keep jobs small. */
 export interface DeadlineListener {
   onDeadline(): void;
@@ -78,61 +123,49 @@ export interface DeadlineListener {
  * has a timer of its own, so that the fakes' helpers (`getTimerCount`, `runOnlyPendingTimers`,
  * `advanceTimersToNextTimer`) see one timer per armed deadline, as they would with plain `setTimeout`.
  */
-export class DeadlineTimer {
-  /** On the `now()` timeline. */
+export class DeadlineTimer implements TimerEntry {
   deadline = 0;
-  /** Orders timers of the same deadline by when they were armed, as Node orders its own timers. */
   sequence = 0;
-  /** The shared timer's list it waits in, if it does; its neighbours there. */
   list: TimerList | undefined;
-  previous: DeadlineTimer | undefined;
-  next: DeadlineTimer | undefined;
-  /** Taken from its list as due, its call still to come. */
+  previous: TimerEntry | undefined;
+  next: TimerEntry | undefined;
   due = false;
-  /** Under fake timers: the fake timer armed for this deadline. */
-  private own: ReturnType<typeof setTimeout> | undefined;
+  own: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly listener: DeadlineListener) {}
 
   /** Whether a deadline is pending: armed, and its listener not called yet. */
   get armed(): boolean {
-    return this.list !== undefined || this.due || this.own !== undefined;
+    return isArmed(this);
   }
 
   /** Arms the timer for `deadline` on the `now()` timeline, replacing any pending deadline. */
   armAt(deadline: number): void {
-    this.cancel();
-    this.deadline = deadline;
-    if (!underFakeTimers()) (shared ??= new SharedTimer()).add(this);
-    else this.own = armOwn(this);
+    armAt(this, deadline);
   }
 
   cancel(): void {
-    if (this.list !== undefined) shared!.remove(this);
-    // Taken as due, its call still to come; now it will not come.
-    this.due = false;
-    if (this.own !== undefined) {
-      globalThis.clearTimeout(this.own);
-      this.own = undefined;
-    }
+    cancel(this);
   }
 
-  /** @internal Its own timer fired: early (then it is armed again for the rest), or at the deadline. */
-  ownTimerFired(): void {
-    this.own = undefined;
-    if (now() < this.deadline) this.own = armOwn(this);
-    else this.listener.onDeadline();
+  onDeadline(): void {
+    this.listener.onDeadline();
   }
 }
 
-/** The timer's own (fake) timer for its deadline, armed in the package's async context. */
-function armOwn(timer: DeadlineTimer): ReturnType<typeof setTimeout> {
-  return detached.runInAsyncScope(globalThis.setTimeout, null, fireOwn, delayUntil(timer.deadline), timer);
+/** The entry's own (fake) timer for its deadline, armed in the package's async context. */
+function armOwn(entry: TimerEntry): ReturnType<typeof setTimeout> {
+  return detached.runInAsyncScope(globalThis.setTimeout, null, fireOwn, delayUntil(entry.deadline), entry);
 }
 
-/** A module function, handed the timer as the callback's argument, so that arming allocates no closure. */
-function fireOwn(timer: DeadlineTimer): void {
-  timer.ownTimerFired();
+/**
+ * Its own timer fired: early (then it is armed again for the rest), or at the deadline. A module function, handed
+ * the entry as the callback's argument, so that arming allocates no closure.
+ */
+function fireOwn(entry: TimerEntry): void {
+  entry.own = undefined;
+  if (now() < entry.deadline) entry.own = armOwn(entry);
+  else entry.onDeadline();
 }
 
 /**
@@ -149,16 +182,16 @@ function delayUntil(deadline: number): number {
  * The deadline timers armed with the same wait (in whole milliseconds), in deadline order: a timer armed again
  * after the same wait goes at the end, as in Node's own list per duration.
  */
-class TimerList {
-  first: DeadlineTimer | undefined;
-  last: DeadlineTimer | undefined;
+export class TimerList {
+  first: TimerEntry | undefined;
+  last: TimerEntry | undefined;
   /** Its place in the shared timer's heap. */
   index = 0;
 
   constructor(readonly wait: number) {}
 
   /** Puts the timer in deadline order, from the end: most timers of a list come in that order. */
-  insert(timer: DeadlineTimer): void {
+  insert(timer: TimerEntry): void {
     let after = this.last;
     while (after !== undefined && before(timer, after)) after = after.previous;
     timer.list = this;
@@ -170,7 +203,7 @@ class TimerList {
     else timer.next.previous = timer;
   }
 
-  unlink(timer: DeadlineTimer): void {
+  unlink(timer: TimerEntry): void {
     if (timer.previous === undefined) this.first = timer.next;
     else timer.previous.next = timer.next;
     if (timer.next === undefined) this.last = timer.previous;
@@ -179,12 +212,12 @@ class TimerList {
   }
 }
 
-function before(a: DeadlineTimer, b: DeadlineTimer): boolean {
+function before(a: TimerEntry, b: TimerEntry): boolean {
   return a.deadline < b.deadline || (a.deadline === b.deadline && a.sequence < b.sequence);
 }
 
 /**
- * Every deadline timer armed on Node's own timers, with one Node timer for the earliest: a Node timer per job
+ * Every deadline armed on Node's own timers, with one Node timer for the earliest: a Node timer per job
  * would cost a `Timeout` object and a timer list entry each. Timers wait in a list per wait, and the lists in
  * a binary heap by their first timer: jobs that share an interval share a list, and a tick takes its timer off
  * the front and puts it back at the end, whatever the number of jobs. A Node timer that fires before the
@@ -202,7 +235,7 @@ class SharedTimer {
   private firing = false;
   size = 0;
 
-  add(timer: DeadlineTimer): void {
+  add(timer: TimerEntry): void {
     timer.sequence = ++this.armed;
     this.size++;
     const wait = Math.round(timer.deadline - now());
@@ -219,7 +252,7 @@ class SharedTimer {
     if (timer.deadline < this.aim && !this.firing) this.arm();
   }
 
-  remove(timer: DeadlineTimer): void {
+  remove(timer: TimerEntry): void {
     const list = timer.list!;
     const wasFirst = list.first === timer;
     list.unlink(timer);
@@ -258,7 +291,7 @@ class SharedTimer {
       // Take every timer that is due before calling any: a timer armed by these calls, even for a deadline
       // already passed, waits for the next turn of the timers (as `jobShutdown: 0` relies on).
       const time = now();
-      const due: DeadlineTimer[] = [];
+      const due: TimerEntry[] = [];
       for (let timer = this.heap[0]?.first; timer !== undefined && timer.deadline <= time;) {
         this.remove(timer);
         timer.due = true;
@@ -269,7 +302,7 @@ class SharedTimer {
         // An earlier callback may have cancelled this timer or armed it again.
         if (!timer.due) continue;
         timer.due = false;
-        timer.listener.onDeadline();
+        timer.onDeadline();
       }
     } finally {
       this.firing = false;

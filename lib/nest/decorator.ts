@@ -1,6 +1,6 @@
-import { PERIODIC_OPTIONS } from './periodic.constants.js';
-import { PeriodicConfigError } from './scheduler/errors.js';
-import type { PeriodicOptions } from './scheduler/options.js';
+import { PeriodicConfigError } from '../scheduler/errors.js';
+import type { PeriodicOptions } from '../scheduler/options.js';
+import { PERIODIC_OPTIONS } from './constants.js';
 
 /**
  * Runs the decorated method periodically: `PeriodicModule` finds it at bootstrap and gives it a scheduler of

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { LOGGER_CONTEXT } from './periodic.constants.js';
-import { describeValue, isError } from './scheduler/errors.js';
-import type { JobExitReason, PeriodicEvent, PeriodicEventType } from './scheduler/events.js';
+import { describeValue, isError } from '../scheduler/errors.js';
+import type { JobExitReason, PeriodicEvent, PeriodicEventType } from '../scheduler/events.js';
+import { LOGGER_CONTEXT } from './constants.js';
 
 /** A level of Nest's `Logger`. */
 export type PeriodicLogLevel = 'log' | 'error' | 'warn' | 'debug' | 'verbose' | 'fatal';

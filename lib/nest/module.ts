@@ -1,23 +1,20 @@
 import {
   type DynamicModule,
   type FactoryProvider,
+  Global,
   Module,
   type ModuleMetadata,
   type Provider,
 } from '@nestjs/common';
-import { ModulesContainer } from '@nestjs/core';
-import { PERIODIC_MODULE_OPTIONS } from './periodic.constants.js';
-import { PeriodicEvents } from './periodic.events.js';
-import { PeriodicExplorer } from './periodic.explorer.js';
-import {
-  appOf,
-  type PeriodicModuleOptions,
-  resolveModuleOptions,
-  type ResolvedModuleOptions,
-} from './periodic.options.js';
-import { PeriodicRegistry } from './periodic.registry.js';
-import { PeriodicConfigError } from './scheduler/errors.js';
-import { checkedOptions, type OptionRule } from './scheduler/rules.js';
+import { PeriodicConfigError } from '../scheduler/errors.js';
+import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
+import { PeriodicTelemetry } from '../telemetry/open-telemetry.js';
+import { PERIODIC_MODULE_OPTIONS } from './constants.js';
+import { PeriodicEvents } from './events.js';
+import { PeriodicExplorer } from './explorer.js';
+import { Lifecycle } from './lifecycle.js';
+import { ModuleSettings, type PeriodicModuleOptions, resolveModuleOptions } from './options.js';
+import { PeriodicRegistry } from './registry.js';
 
 /** Options of `PeriodicModule.forRootAsync()`: a factory of {@link PeriodicModuleOptions} and what it needs. */
 export interface PeriodicModuleAsyncOptions {
@@ -41,7 +38,7 @@ const ASYNC_RULES = {
 
 /**
  * Runs every `@Periodic()` method of the application. Global: import it once, in the root module. Importing
- * it again registers nothing twice; the first import's options apply.
+ * it again registers nothing twice; the options of the import nearest the root module apply.
  */
 @Module({})
 export class PeriodicModule {
@@ -78,26 +75,32 @@ export class PeriodicModule {
   }
 }
 
+/**
+ * The parts of the module, one of each per application however many times `PeriodicModule` is imported: a
+ * module without options of its own is one instance in an application, wherever it is imported from. Global,
+ * so that the registry and the events can be injected anywhere.
+ */
+@Global()
+@Module({
+  providers: [
+    ModuleSettings,
+    PeriodicEvents,
+    PeriodicTelemetry,
+    PeriodicRegistry,
+    Lifecycle,
+    PeriodicExplorer,
+  ],
+  exports: [PeriodicRegistry, PeriodicEvents],
+})
+class PeriodicCoreModule {}
+
+/** An import of the module: its options, global so that the module's parts wait for them when they are made. */
 function definition(imports: NonNullable<ModuleMetadata['imports']>, options: Provider): DynamicModule {
   return {
     global: true,
     module: PeriodicModule,
-    imports,
-    providers: [
-      options,
-      PeriodicExplorer,
-      // Shared by every import of the module in the application, so that no job is registered twice.
-      {
-        provide: PeriodicRegistry,
-        inject: [ModulesContainer, PERIODIC_MODULE_OPTIONS],
-        useFactory: (c: ModulesContainer, o: ResolvedModuleOptions) => appOf(c, o).registry,
-      },
-      {
-        provide: PeriodicEvents,
-        inject: [ModulesContainer, PERIODIC_MODULE_OPTIONS],
-        useFactory: (c: ModulesContainer, o: ResolvedModuleOptions) => appOf(c, o).events,
-      },
-    ],
-    exports: [PeriodicRegistry, PeriodicEvents],
+    imports: [PeriodicCoreModule, ...imports],
+    providers: [options],
+    exports: [PERIODIC_MODULE_OPTIONS],
   };
 }

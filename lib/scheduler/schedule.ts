@@ -1,5 +1,34 @@
+// When a cron job's ticks come: the slots of its calendar, which are croner's, and which slot a late tick is for.
+// The scheduler asks; nothing here keeps state about a tick.
 import { Cron } from 'croner';
 import { describeValue, messageOf, PeriodicConfigError } from './errors.js';
+
+/** How many slots that passed unseen a cron job counts one by one before it looks the latest one up. */
+const CATCH_UP = 1000;
+
+/**
+ * A cron job whose slot `slot` has come by the wall clock (`wallNow`): the latest slot that has passed, how
+ * many passed unseen before it (the machine slept, the clock was set forward), and the slot after it. A clock
+ * set back cannot repeat one: each slot is sought after the last one.
+ */
+export function latestSlot(
+  calendar: Calendar,
+  slot: number,
+  wallNow: number,
+): { slot: number; missed: number; next: number | null } {
+  let missed = 0;
+  let next = calendar.next(slot);
+  while (next !== null && next <= wallNow) {
+    if (++missed > CATCH_UP) {
+      // Counted one by one up to here; past this, the count is a lower bound, the latest slot exact.
+      slot = calendar.latest(wallNow);
+      next = calendar.next(slot);
+      break;
+    }
+    [slot, next] = [next, calendar.next(next)];
+  }
+  return { slot, missed, next };
+}
 
 /** The calendars in use, by zone and pattern. */
 const calendars = new Map<string, Calendar>();

@@ -1,33 +1,19 @@
 import { Injectable } from '@nestjs/common';
-import type { PeriodicEvents } from './periodic.events.js';
-import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from './scheduler/errors.js';
+import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from '../scheduler/errors.js';
 import {
   checkOption,
   JOB_OPTION_NAMES,
   noCoordinator,
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
-  type SchedulerMode,
-} from './scheduler/options.js';
-import { nearest, readOptions } from './scheduler/rules.js';
-import type { PeriodicCoordinator } from './scheduler/coordinator.js';
-import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
-import type { PeriodicContext, SyncTickResult, TickResult } from './scheduler/run.js';
-import type { PeriodicJobStatus } from './scheduler/status.js';
-
-/**
- * @internal Refuses an exclusive job in an application whose module has no coordinator, naming the module's option (the
- * engine's own check names the scheduler's).
- */
-export function checkCoordinator(
-  where: string,
-  exclusive: unknown,
-  coordinator: PeriodicCoordinator | undefined,
-): void {
-  if (exclusive === true && coordinator === undefined) {
-    throw noCoordinator(where, 'PeriodicModule.forRoot({ coordinator })');
-  }
-}
+} from '../scheduler/options.js';
+import { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
+import { nearest, readOptions } from '../scheduler/rules.js';
+import type { PeriodicContext, SyncTickResult, TickResult } from '../scheduler/run.js';
+import type { PeriodicJobStatus } from '../scheduler/status.js';
+import { PeriodicTelemetry } from '../telemetry/open-telemetry.js';
+import { PeriodicEvents } from './events.js';
+import { ModuleSettings } from './options.js';
 
 interface Entry {
   readonly scheduler: PeriodicScheduler;
@@ -47,15 +33,10 @@ export class PeriodicRegistry {
   private readonly jobs = new Map<string, Entry>();
   private phase: 'created' | 'bootstrapped' | 'closing' = 'created';
 
-  /**
-   * @param events where every job reports its events.
-   * @param module the module's options: its `mode` for the jobs that do not set their own, its coordinator.
-   * @param traced a job's function, called through the telemetry when there is one.
-   */
   constructor(
     private readonly events: PeriodicEvents,
-    private readonly module: { readonly mode: SchedulerMode; readonly coordinator?: PeriodicCoordinator },
-    private readonly traced: (job: PeriodicSchedulerOptions['run']) => PeriodicSchedulerOptions['run'],
+    private readonly settings: ModuleSettings,
+    private readonly telemetry: PeriodicTelemetry,
   ) {}
 
   /** The scheduler of the job `name`; throws a `PeriodicNotFoundError` listing the known names. */
@@ -100,22 +81,26 @@ export class PeriodicRegistry {
     if (this.phase === 'closing') {
       throw new PeriodicConfigError(`${where}: the application is closing; no job can be added any more`);
     }
-    const { mode = this.module.mode, exclusive } = given as Pick<PeriodicOptions, 'mode' | 'exclusive'>;
-    checkCoordinator(where, exclusive, this.module.coordinator);
-    const scheduler = new PeriodicScheduler(
-      // Validated by the engine.
-      {
-        ...(given as Omit<PeriodicSchedulerOptions, 'name' | 'run'>),
-        mode,
-        coordinator: this.module.coordinator,
-        name,
-        run: this.traced(run),
-      },
-      this.events,
-      where,
-    );
+    // Validated by the engine.
+    const scheduler = this.schedulerOf({ ...(given as Omit<PeriodicOptions, 'when'>), name, run }, where);
     this.adopt(scheduler, where);
     return scheduler;
+  }
+
+  /**
+   * @internal A scheduler of a job of this application: with the module's mode unless the job sets its own,
+   * the module's coordinator, and its runs traced when telemetry is on. `where` names the job in messages.
+   */
+  schedulerOf(options: Omit<PeriodicSchedulerOptions, 'coordinator'>, where: string): PeriodicScheduler {
+    const { mode, coordinator } = this.settings.options;
+    if (options.exclusive === true && coordinator === undefined) {
+      throw noCoordinator(where, 'PeriodicModule.forRoot({ coordinator })');
+    }
+    return new PeriodicScheduler(
+      { ...options, mode: options.mode ?? mode, coordinator, run: this.telemetry.traced(options.run) },
+      this.events,
+      { where, storeLog: this.settings.storeLog },
+    );
   }
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */

@@ -1,22 +1,22 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit, Scope } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit, Scope } from '@nestjs/common';
 import { LazyModuleLoader, ModulesContainer } from '@nestjs/core';
-import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './periodic.constants.js';
-import { DEFAULT_LOG_LEVELS } from './periodic.logger.js';
-import { periodicOptionsOf } from './periodic.decorator.js';
-import { Lifecycle } from './periodic.lifecycle.js';
-import { openTelemetry } from './telemetry/open-telemetry.js';
+import { PeriodicConfigError } from '../scheduler/errors.js';
 import {
-  type App,
-  appOf,
-  importedOptions,
-  type ResolvedModuleOptions,
-  settleOptions,
-} from './periodic.options.js';
-import { PeriodicConfigError } from './scheduler/errors.js';
-import { checkOption, JOB_OPTION_NAMES, type PeriodicOptions } from './scheduler/options.js';
-import { nearest, readOptions } from './scheduler/rules.js';
-import { checkCoordinator } from './periodic.registry.js';
-import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+  checkOption,
+  JOB_OPTION_NAMES,
+  type PeriodicOptions,
+  type PeriodicSchedulerOptions,
+} from '../scheduler/options.js';
+import { nearest, readOptions } from '../scheduler/rules.js';
+import { methodCall } from '../scheduler/run.js';
+import { PeriodicTelemetry } from '../telemetry/open-telemetry.js';
+import { LOGGER_CONTEXT } from './constants.js';
+import { periodicOptionsOf } from './decorator.js';
+import { PeriodicEvents } from './events.js';
+import { Lifecycle } from './lifecycle.js';
+import { DEFAULT_LOG_LEVELS, eventLogger } from './logger.js';
+import { importedOptions, ModuleSettings, type ResolvedModuleOptions } from './options.js';
+import { PeriodicRegistry } from './registry.js';
 
 /** What the explorer reads of Nest's `InstanceWrapper`: the same in Nest 11 and 12. */
 interface Wrapper {
@@ -54,8 +54,6 @@ type Load = LazyModuleLoader['load'];
  */
 @Injectable()
 export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
-  private readonly app: App;
-  private readonly lifecycle: Lifecycle;
   /** The modules searched for jobs so far. */
   private readonly searched = new WeakSet<NestModule>();
   /** The jobs found so far, by instance and method: an instance provided by two modules has its jobs once. */
@@ -66,21 +64,21 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly container: ModulesContainer,
     private readonly lazyLoader: LazyModuleLoader,
-    @Inject(PERIODIC_MODULE_OPTIONS) options: ResolvedModuleOptions,
-  ) {
-    this.app = appOf(container, options);
-    this.lifecycle = new Lifecycle(this.app.registry);
-  }
+    private readonly settings: ModuleSettings,
+    private readonly registry: PeriodicRegistry,
+    private readonly events: PeriodicEvents,
+    private readonly telemetry: PeriodicTelemetry,
+    private readonly lifecycle: Lifecycle,
+  ) {}
 
-  onModuleInit(): void | Promise<void> {
-    if (this.app.explorer !== undefined) return;
-    this.app.explorer = this;
-    settleOptions(this.app, this.container);
-    if (!this.app.options.telemetry) return this.explore();
-    return openTelemetry(this.app.events).then((telemetry) => {
-      this.app.telemetry = telemetry;
-      this.explore();
-    });
+  async onModuleInit(): Promise<void> {
+    const options = this.settings.settle();
+    // The event logger names a job's timeout, which only the registry knows; it is read when a run times out.
+    const timeoutOf = (name: string): number =>
+      this.registry.has(name) ? this.registry.get(name).options.timeout : 0;
+    this.events.logWith(options.logger === false ? undefined : eventLogger(options.logger, timeoutOf));
+    await this.telemetry.load();
+    this.explore();
   }
 
   /** Finds the jobs, and starts them once the application has bootstrapped. */
@@ -102,8 +100,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
-    if (this.app.explorer !== this) return;
-    await this.app.registry.close();
+    await this.registry.close();
     this.lifecycle.release();
     Reflect.deleteProperty(this.lazyLoader, 'load');
   }
@@ -114,7 +111,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
 
   /** A later import of `PeriodicModule` with other options than the first's gets a warning. */
   private warnOfOtherOptions(): void {
-    const { options } = this.app;
+    const { options } = this.settings;
     const imported = importedOptions(this.container);
     const differs = (other: ResolvedModuleOptions) =>
       other.mode !== options.mode ||
@@ -142,7 +139,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
   /** A name in the module's `jobs` that is no decorated job's is a typo, or a job since renamed. */
   private refuseUnknownOverrides(): void {
     const names = [...this.names];
-    for (const name of Object.keys(this.app.options.jobs)) {
+    for (const name of Object.keys(this.settings.options.jobs)) {
       if (this.names.has(name)) continue;
       const hint = nearest(name, names);
       throw new PeriodicConfigError(
@@ -156,7 +153,7 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
 
   /** Gives a scheduler to every decorated method in the modules not searched yet. */
   private search(): void {
-    const { registry, options: defaults } = this.app;
+    const overrides = this.settings.options.jobs;
     for (const module of this.modules()) {
       if (this.searched.has(module)) continue;
       this.searched.add(module);
@@ -180,17 +177,16 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
             `${className}.${String(key)}`,
             instance,
             key,
-            this.app,
+            overrides,
           );
           this.names.add(built.name);
           const named =
-            built.name in defaults.jobs
+            built.name in overrides
               ? `${where} with jobs[${JSON.stringify(built.name)}] of PeriodicModule`
               : where;
-          checkCoordinator(named, built.exclusive, built.coordinator);
-          const scheduler = new PeriodicScheduler(built, this.app.events, named);
+          const scheduler = this.registry.schedulerOf(built, named);
           this.lifecycle.tie(scheduler, (ties ??= tiesOf(wrapper)));
-          registry.adopt(scheduler, `${where} (in ${module.metatype.name})`);
+          this.registry.adopt(scheduler, `${where} (in ${module.metatype.name})`);
         }
       }
     }
@@ -267,16 +263,18 @@ function* decoratedMethods(prototype: object): Generator<[string | symbol, unkno
   }
 }
 
-/** The engine's options for a decorated method: default name, the module's mode, `when` given the instance. */
+/**
+ * The engine's options for a decorated method: every option of the table, from the decorator and the module's
+ * `jobs`; the default name; `when` given the instance.
+ */
 function schedulerOptions(
   where: string,
   given: unknown,
   defaultName: string,
   instance: object,
   key: string | symbol,
-  app: App,
-): ConstructorParameters<typeof PeriodicScheduler>[0] {
-  const defaults = app.options;
+  overrides: ResolvedModuleOptions['jobs'],
+): Omit<PeriodicSchedulerOptions, 'coordinator'> {
   if (typeof given === 'object' && given !== null && 'run' in given) {
     throw new PeriodicConfigError(
       `${where}: "run" is not an option of @Periodic(); the decorated method is the job`,
@@ -288,34 +286,24 @@ function schedulerOptions(
     JOB_OPTION_NAMES,
     '{ every: 60_000 }',
   ) as Partial<PeriodicOptions>;
-  const override = defaults.jobs[decorated.name ?? defaultName];
+  const override = overrides[decorated.name ?? defaultName];
   if (override !== undefined) {
     // The decorator's own values are checked too: an override must not hide a mistake in the code.
     for (const [option, value] of Object.entries(decorated)) checkOption(where, option as never, value);
   }
   const options = override === undefined ? decorated : overridden(decorated, override);
+  // Every option of the table, in one order for all jobs: reads from objects of one shape are what keep a
+  // bootstrap of thousands of jobs fast.
+  const built: Record<string, unknown> = {};
+  for (const option of JOB_OPTION_NAMES) built[option] = options[option];
   const { when } = options;
   const whenOwner = override?.when === undefined ? given : override;
-  const method = instance as Record<string | symbol, (context: unknown) => unknown>;
-  // Every option spelled out, in one shape for all jobs, rather than spread: the engine reads each of them,
-  // and reads from objects of one shape are what keep a bootstrap of thousands of jobs fast.
   return {
-    every: options.every,
-    cron: options.cron,
-    timezone: options.timezone,
-    jitter: options.jitter,
+    ...(built as Omit<PeriodicOptions, 'name' | 'when'>),
     name: options.name ?? defaultName,
-    initialDelay: options.initialDelay,
-    delayMode: options.delayMode,
     when: typeof when === 'function' ? () => when.call(whenOwner, instance) : (when as undefined),
-    onOverlap: options.onOverlap,
-    timeout: options.timeout,
-    jobShutdown: options.jobShutdown,
-    mode: options.mode ?? defaults.mode,
-    exclusive: options.exclusive,
-    coordinator: defaults.coordinator,
     // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
-    run: app.traced((context) => method[key](context)),
+    run: methodCall(instance, key),
   };
 }
 

@@ -1,10 +1,15 @@
 import { channel, type Channel } from 'node:diagnostics_channel';
 import { Injectable, Logger } from '@nestjs/common';
-import { LOGGER_CONTEXT } from './periodic.constants.js';
-import { type EventLogger, logError } from './periodic.logger.js';
-import { describeValue, PeriodicConfigError } from './scheduler/errors.js';
-import type { JobExitReason, PeriodicEvent, PeriodicEventOf, PeriodicEventType } from './scheduler/events.js';
-import { nearest } from './scheduler/rules.js';
+import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
+import type {
+  JobExitReason,
+  PeriodicEvent,
+  PeriodicEventOf,
+  PeriodicEventType,
+} from '../scheduler/events.js';
+import { nearest } from '../scheduler/rules.js';
+import { LOGGER_CONTEXT } from './constants.js';
+import { type EventLogger, logError } from './logger.js';
 
 const EVENT_TYPES = [
   'started',
@@ -35,8 +40,8 @@ export class PeriodicEvents {
   private readonly listeners = new Map<PeriodicEventType | '*', Set<Listener>>();
   private readonly logger = new Logger(LOGGER_CONTEXT);
 
-  /** @param log turns events into log lines; none when the module's `logger` option is off. */
-  constructor(private log?: EventLogger) {}
+  /** Turns events into log lines; none when the module's `logger` option is off. */
+  private log: EventLogger | undefined;
 
   /** @internal The module's options are settled: events are logged as they say. */
   logWith(log: EventLogger | undefined): void {

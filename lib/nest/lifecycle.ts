@@ -1,6 +1,7 @@
-import type { PeriodicRegistry } from './periodic.registry.js';
-import { PeriodicConfigError } from './scheduler/errors.js';
-import type { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+import { Injectable } from '@nestjs/common';
+import { PeriodicConfigError } from '../scheduler/errors.js';
+import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
+import { PeriodicRegistry } from './registry.js';
 
 type Hook = (...args: unknown[]) => unknown;
 
@@ -30,7 +31,10 @@ const slots = new WeakMap<object, Slot>();
  * - Once any object of the application is destroyed, no job starts a run any more.
  * - A job is drained (its runs stopped and settled) before the `onModuleDestroy` of its host, of everything
  *   the host depends on, and of the module classes involved; at the latest by the module's own teardown.
+ *
+ * @internal A provider of the module, one per application.
  */
+@Injectable()
 export class Lifecycle {
   /** The jobs to drain before each object is destroyed. */
   private readonly ties = new Map<object, PeriodicScheduler[]>();

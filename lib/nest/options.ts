@@ -1,0 +1,233 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ModulesContainer } from '@nestjs/core';
+import { StoreLog } from '../scheduler/coordinator-port.js';
+import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
+import {
+  JOB_OPTION_NAMES,
+  JOB_OPTIONS,
+  type PeriodicOptions,
+  RULES,
+  type SchedulerMode,
+} from '../scheduler/options.js';
+import { checkedOptions, nearest, type OptionRule, readOptions } from '../scheduler/rules.js';
+import type { PeriodicCoordinator } from '../scheduler/coordinator-port.js';
+import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './constants.js';
+import { DEFAULT_LOG_LEVELS, LOG_KINDS, LOG_LEVELS, type PeriodicLoggerLevels } from './logger.js';
+
+/** Options of a decorated job given by name in the module's `jobs`: any option but `name`. */
+export type PeriodicJobOverrides = Partial<Omit<PeriodicOptions, 'name'>>;
+
+/** Options of `PeriodicModule.forRoot()`. */
+export interface PeriodicModuleOptions {
+  /** The mode of every job that does not set its own; `'manual'` for tests. @default 'auto' */
+  mode?: SchedulerMode;
+  /**
+   * Log events through Nest's `Logger`, context `Periodic`: `true` at the default levels, `false` not at all,
+   * or an object of the levels to change, e.g. `{ started: 'debug', finished: 'debug' }`. @default true
+   */
+  logger?: boolean | PeriodicLoggerLevels;
+  /** Shares the leases of `exclusive` jobs between the application's replicas. @default none */
+  coordinator?: PeriodicCoordinator;
+  /**
+   * Options of decorated jobs by job name, over those of their `@Periodic()`, e.g. from configuration;
+   * `{ mode: 'manual' }` switches a job off. @default none
+   */
+  jobs?: Record<string, PeriodicJobOverrides>;
+  /**
+   * Record every run as an OpenTelemetry span, and the metrics of runs and ticks, through
+   * `@opentelemetry/api` (an optional peer). @default false
+   */
+  telemetry?: boolean;
+}
+
+/** The module's options, validated, with defaults filled in. */
+export interface ResolvedModuleOptions {
+  readonly mode: SchedulerMode;
+  /** The level of each kind of line; `false`: no event is logged. */
+  readonly logger: Required<PeriodicLoggerLevels> | false;
+  readonly coordinator: PeriodicCoordinator | undefined;
+  readonly jobs: Readonly<Record<string, PeriodicJobOverrides>>;
+  readonly telemetry: boolean;
+}
+
+const isObject = (value: unknown): value is object =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const MODULE_RULES = {
+  mode: RULES.mode,
+  logger: {
+    accepts: (value) => typeof value === 'boolean' || isObject(value),
+    expected: "true, false or an object of levels such as { started: 'debug' }",
+  },
+  coordinator: RULES.coordinator,
+  jobs: {
+    accepts: isObject,
+    expected: "an object of options by job name such as { 'Cleanup.purge': { every: 30_000 } }",
+  },
+  telemetry: { accepts: (value) => typeof value === 'boolean', expected: 'true or false' },
+} satisfies Record<keyof PeriodicModuleOptions, OptionRule>;
+/** The rules of every option of a job but its name, which is how `jobs` finds it. */
+const OVERRIDE_RULES = Object.fromEntries(
+  JOB_OPTION_NAMES.filter((name) => name !== 'name').map((name) => [name, JOB_OPTIONS[name]]),
+);
+
+/** Validates the options of `forRoot()` (or those `forRootAsync()`'s factory built) and fills in the defaults. */
+export function resolveModuleOptions(input: unknown, where: string): ResolvedModuleOptions {
+  const given = checkedOptions(where, input, MODULE_RULES, "{ mode: 'manual' }") as PeriodicModuleOptions;
+  const { mode = 'auto', coordinator, telemetry = false } = given;
+  const logger = logLevels(where, given.logger);
+  return { mode, logger, coordinator, jobs: jobOverrides(where, given.jobs), telemetry };
+}
+
+function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logger'] {
+  if (logger === undefined || logger === true) return DEFAULT_LOG_LEVELS;
+  if (logger === false) return false;
+  if (typeof (logger as { log?: unknown }).log === 'function') {
+    throw new PeriodicConfigError(
+      `${where}: "logger" takes true, false or a level per kind of line such as { started: 'debug' }, got a ` +
+        "logger object; the package logs through Nest's Logger, so give your logger to Nest: " +
+        'NestFactory.create(AppModule, { logger }) or app.useLogger(logger)',
+    );
+  }
+  const given = readOptions(`${where}: "logger"`, logger, LOG_KINDS, "{ started: 'debug' }");
+  for (const [kind, level] of Object.entries(given)) {
+    if (level === false || LOG_LEVELS.includes(level as never)) continue;
+    const hint = typeof level === 'string' ? nearest(level, LOG_LEVELS) : undefined;
+    throw new PeriodicConfigError(
+      `${where}: "logger.${kind}" must be ${LOG_LEVELS.map((known) => `'${known}'`).join(', ')} or false, ` +
+        `got ${describeValue(level)}${hint === undefined ? '' : `; did you mean '${hint}'?`}`,
+    );
+  }
+  return { ...DEFAULT_LOG_LEVELS, ...given };
+}
+
+// Without a prototype, so that no job name (`constructor`, `__proto__`) finds an inherited property.
+const NO_OVERRIDES: ResolvedModuleOptions['jobs'] = Object.freeze(
+  Object.create(null) as Record<string, never>,
+);
+
+/** Checks each job's overrides as `@Periodic()` checks its options, each on its own. */
+function jobOverrides(where: string, jobs: PeriodicModuleOptions['jobs']): ResolvedModuleOptions['jobs'] {
+  if (jobs === undefined) return NO_OVERRIDES;
+  const overrides = Object.create(null) as Record<string, PeriodicJobOverrides>;
+  for (const [name, options] of Object.entries(jobs)) {
+    const job = `${where}: jobs[${JSON.stringify(name)}]`;
+    if (typeof options === 'object' && options !== null && 'name' in options) {
+      throw new PeriodicConfigError(
+        `${job}: "name" cannot be overridden, it is how "jobs" finds the job; rename the job in its ` +
+          '@Periodic({ name }) instead',
+      );
+    }
+    overrides[name] = checkedOptions(job, options, OVERRIDE_RULES, '{ every: 30_000 }');
+  }
+  return overrides;
+}
+
+/**
+ * The module's options as they apply to the application (a part of the module, not of its public API): those of the import of `PeriodicModule`
+ * nearest the root module. Until every import's options are built (`settle()`, when the module initialises),
+ * those of the nearest import built so far: a `forRootAsync()` whose factory awaits I/O is built after a
+ * feature module's `forRoot()`, and still wins once it is.
+ */
+@Injectable()
+export class ModuleSettings {
+  #settled: ResolvedModuleOptions | undefined;
+  #storeLog: StoreLog | undefined;
+
+  /** @param given the options of an import, which the module's parts wait for when they are made. */
+  constructor(
+    private readonly container: ModulesContainer,
+    @Inject(PERIODIC_MODULE_OPTIONS) private readonly given: ResolvedModuleOptions,
+  ) {}
+
+  get options(): ResolvedModuleOptions {
+    return this.#settled ?? importedOptions(this.container)[0] ?? this.given;
+  }
+
+  /** Every import's options are built: the first import's apply from now on. */
+  settle(): ResolvedModuleOptions {
+    return (this.#settled ??= this.options);
+  }
+
+  /**
+   * Where the failures of the module's coordinator are reported, whatever `logger` says: they stop exclusive
+   * jobs. One for the application, so that its jobs together report at most once per lease period.
+   */
+  get storeLog(): StoreLog | undefined {
+    const { coordinator } = this.options;
+    if (coordinator === undefined) return undefined;
+    if (this.#storeLog?.coordinator !== coordinator) {
+      this.#storeLog = new StoreLog(coordinator, new Logger(LOGGER_CONTEXT));
+    }
+    return this.#storeLog;
+  }
+}
+
+/** What the module reads of Nest's `Module`: the same in Nest 11 and 12. */
+interface NestModule {
+  readonly metatype: unknown;
+  /** From the root module (the least); global modules are at the end. */
+  readonly distance: number;
+  readonly providers: Map<unknown, { readonly instance: unknown; readonly metatype: unknown }>;
+}
+
+/**
+ * The options of every import of `PeriodicModule` whose options are built already, the import nearest the root
+ * module first: breadth first through the imports the modules declare, each module's in their order. (Nest
+ * gives global modules, such as these imports, no distance from the root.)
+ */
+export function importedOptions(container: ModulesContainer): ResolvedModuleOptions[] {
+  const modules = [...container.values()] as unknown as NestModule[];
+  const root = modules.reduce((nearest, module) => (module.distance < nearest.distance ? module : nearest));
+  const declared = declaredImports(root.metatype);
+  const found: { options: ResolvedModuleOptions; rank: number }[] = [];
+  for (const module of modules) {
+    const options = module.providers.get(PERIODIC_MODULE_OPTIONS);
+    if (options?.instance === undefined || options.instance === null) continue;
+    // The provider the import declared: a value (forRoot) or a factory (forRootAsync), as Nest keeps it.
+    const rank = declared.findIndex(
+      ({ provider }) => provider.useValue === options.instance || provider.useFactory === options.metatype,
+    );
+    found.push({ options: options.instance as ResolvedModuleOptions, rank: rank < 0 ? Infinity : rank });
+  }
+  return found.sort((a, b) => a.rank - b.rank).map((import_) => import_.options);
+}
+
+/** An import of `PeriodicModule` as a module declares it, with the provider of its options. */
+interface Declared {
+  provider: { useValue?: unknown; useFactory?: unknown };
+}
+
+/** The imports of `PeriodicModule` declared from `root` down, breadth first. */
+function declaredImports(root: unknown): Declared[] {
+  const found: Declared[] = [];
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [root];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    for (let declared of importsOf(next)) {
+      // forwardRef(() => Module)
+      const forward = (declared as { forwardRef?: unknown } | null)?.forwardRef;
+      if (typeof forward === 'function') declared = forward();
+      if (declared === null || (typeof declared !== 'object' && typeof declared !== 'function')) continue;
+      if (seen.has(declared)) continue;
+      seen.add(declared);
+      const { module, providers } = declared as { module?: unknown; providers?: unknown[] };
+      const provider = providers?.find(
+        (candidate) => (candidate as { provide?: unknown } | null)?.provide === PERIODIC_MODULE_OPTIONS,
+      );
+      if (module !== undefined && provider !== undefined)
+        found.push({ provider: provider as Declared['provider'] });
+      queue.push(declared);
+    }
+  }
+  return found;
+}
+
+/** The imports a module class, or a dynamic module, declares. */
+function importsOf(declared: unknown): unknown[] {
+  const staticImports = (type: unknown): unknown[] =>
+    typeof type === 'function' ? ((Reflect.getMetadata('imports', type) as unknown[] | undefined) ?? []) : [];
+  if (typeof declared === 'function') return staticImports(declared);
+  const { module, imports = [] } = declared as { module?: unknown; imports?: unknown[] };
+  return [...staticImports(module), ...imports];
+}
