@@ -18,7 +18,9 @@ const option = (name, fallback) => {
   return at === -1 ? fallback : process.argv[at + 1];
 };
 const reps = Number(option('reps', 3));
-const only = option('only', 'timing,scale,cron,bootstrap,shutdown,manualTicks,status,observed').split(',');
+const only = option('only', 'timing,scale,idle,cron,bootstrap,shutdown,manualTicks,status,observed').split(
+  ',',
+);
 const peers = option('peers', undefined)?.split(',');
 
 const NEST = ['nestjs-periodic', '@nestjs/schedule'];
@@ -37,6 +39,7 @@ const tasks = [
     jobs: 100_000,
     every: 1000,
   })),
+  ...[PEERS[0], ENGINE, ...PEERS.slice(1)].map((peer) => ({ scenario: 'idle', peer })),
   ...NEST.map((peer) => ({ scenario: 'cron', peer })),
   ...[...NEST, 'no scheduler'].map((peer) => ({ scenario: 'bootstrap', peer })),
   ...PEERS.flatMap((peer) => [false, true].map((inFlight) => ({ scenario: 'shutdown', peer, inFlight }))),

@@ -7,7 +7,6 @@ import { describe, expect, it, jest } from '@jest/globals';
 import ts from 'typescript';
 import type { PeriodicEvent } from '../lib/scheduler/events.js';
 import { PeriodicScheduler } from '../lib/scheduler/periodic-scheduler.js';
-import { methodCall } from '../lib/scheduler/run.js';
 
 const lib = join(import.meta.dirname, '..', 'lib');
 
@@ -85,11 +84,12 @@ describe('one tick, from the timer to the method and back', () => {
     const files = new Set<string>();
     const host = { work: () => libFiles(files) };
     const scheduler = new PeriodicScheduler(
-      { name: 'path', timezone: undefined, ...options, run: methodCall(host, 'work') },
+      { name: 'path', timezone: undefined, ...options, run: host.work },
       {
         emit: (event: PeriodicEvent) => event.type === 'finished' && libFiles(files),
         wants: (type) => type === 'finished',
       },
+      { method: { target: host, key: 'work' } },
     );
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 100;

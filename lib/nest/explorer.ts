@@ -8,7 +8,6 @@ import {
   type PeriodicSchedulerOptions,
 } from '../scheduler/options.js';
 import { nearest, readOptions } from '../scheduler/rules.js';
-import { methodCall } from '../scheduler/run.js';
 import { PeriodicTelemetry } from '../telemetry/open-telemetry.js';
 import { LOGGER_CONTEXT } from './constants.js';
 import { periodicOptionsOf } from './decorator.js';
@@ -16,7 +15,7 @@ import { PeriodicEvents } from './events.js';
 import { Lifecycle } from './lifecycle.js';
 import { DEFAULT_LOG_LEVELS, eventLogger } from './logger.js';
 import { importedOptions, ModuleSettings, type ResolvedModuleOptions } from './options.js';
-import { PeriodicRegistry } from './registry.js';
+import { DecoratedPlace, PeriodicRegistry } from './registry.js';
 
 /** What the explorer reads of Nest's `InstanceWrapper`: the same in Nest 11 and 12. */
 interface Wrapper {
@@ -56,10 +55,6 @@ type Load = LazyModuleLoader['load'];
 export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
   /** The modules searched for jobs so far. */
   private readonly searched = new WeakSet<NestModule>();
-  /** The jobs found so far, by instance and method: an instance provided by two modules has its jobs once. */
-  private readonly found = new WeakMap<object, Set<string | symbol>>();
-  /** The names of the decorated jobs found so far. */
-  private readonly names = new Set<string>();
 
   constructor(
     private readonly container: ModulesContainer,
@@ -138,9 +133,9 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
 
   /** A name in the module's `jobs` that is no decorated job's is a typo, or a job since renamed. */
   private refuseUnknownOverrides(): void {
-    const names = [...this.names];
+    const names = this.registry.decoratedNames();
     for (const name of Object.keys(this.settings.options.jobs)) {
-      if (this.names.has(name)) continue;
+      if (names.includes(name)) continue;
       const hint = nearest(name, names);
       throw new PeriodicConfigError(
         `PeriodicModule: "jobs" has options for ${JSON.stringify(name)}, but no @Periodic() method has this ` +
@@ -163,30 +158,26 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
         if (scanned === undefined) continue;
         const { className, prototype } = scanned;
         let ties: Set<object> | undefined;
+        // Shared by the jobs of the provider: what names them, and where they come from.
+        const prefix = `${className}.`;
+        const instance = wrapper.instance as object;
+        const provider = { className, module: module.metatype.name, instance };
         for (const [key, options] of decoratedMethods(prototype)) {
           const where = `@Periodic() on ${className}.${String(key)}`;
           // Only a provider that has a job is asked for its scope, which walks its dependency tree.
           refuseScope(where, className, wrapper);
-          const instance = wrapper.instance as object;
-          const keys = this.found.get(instance) ?? new Set();
-          if (keys.has(key)) continue; // the same instance provided by two modules
-          this.found.set(instance, keys.add(key));
-          const built = schedulerOptions(
-            where,
-            options,
-            `${className}.${String(key)}`,
-            instance,
-            key,
-            overrides,
-          );
-          this.names.add(built.name);
+          const built = schedulerOptions(where, options, prefix + String(key), instance, key, overrides);
+          // The same instance provided by two modules has its jobs once.
+          const found = this.registry.placeOf(built.name);
+          if (found instanceof DecoratedPlace && found.provider.instance === instance && found.key === key)
+            continue;
           const named =
             built.name in overrides
               ? `${where} with jobs[${JSON.stringify(built.name)}] of PeriodicModule`
               : where;
-          const scheduler = this.registry.schedulerOf(built, named);
+          const scheduler = this.registry.schedulerOf(built, named, { target: instance, key });
           this.lifecycle.tie(scheduler, (ties ??= tiesOf(wrapper)));
-          this.registry.adopt(scheduler, `${where} (in ${module.metatype.name})`);
+          this.registry.adopt(scheduler, new DecoratedPlace(provider, key));
         }
       }
     }
@@ -302,8 +293,8 @@ function schedulerOptions(
     ...(built as Omit<PeriodicOptions, 'name' | 'when'>),
     name: options.name ?? defaultName,
     when: typeof when === 'function' ? () => when.call(whenOwner, instance) : (when as undefined),
-    // Looked up on each run, so that a spy installed on the instance in a test sees the calls.
-    run: methodCall(instance, key),
+    // The method the instance inherits; one that a test's spy puts on the instance is called instead.
+    run: (instance as Record<string | symbol, PeriodicSchedulerOptions['run']>)[key],
   };
 }
 

@@ -7,7 +7,7 @@ import {
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
 } from '../scheduler/options.js';
-import { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
+import { PeriodicScheduler, type SchedulerContext } from '../scheduler/periodic-scheduler.js';
 import { nearest, readOptions } from '../scheduler/rules.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from '../scheduler/run.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
@@ -15,10 +15,25 @@ import { PeriodicTelemetry } from '../telemetry/open-telemetry.js';
 import { PeriodicEvents } from './events.js';
 import { ModuleSettings } from './options.js';
 
+/**
+ * @internal Where a decorated job comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`.
+ * Its text is made only for a message, from parts the jobs of one provider share.
+ */
+export class DecoratedPlace {
+  constructor(
+    readonly provider: { readonly className: string; readonly module: string; readonly instance: object },
+    readonly key: string | symbol,
+  ) {}
+
+  toString(): string {
+    return `@Periodic() on ${this.provider.className}.${String(this.key)} (in ${this.provider.module})`;
+  }
+}
+
 interface Entry {
   readonly scheduler: PeriodicScheduler;
-  /** Where the job comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`. */
-  readonly place: string;
+  /** Where the job comes from: a decorated method, or the call that added it. */
+  readonly place: string | DecoratedPlace;
   /** `remove()` is draining it. */
   removing?: boolean;
 }
@@ -91,7 +106,11 @@ export class PeriodicRegistry {
    * @internal A scheduler of a job of this application: with the module's mode unless the job sets its own,
    * the module's coordinator, and its runs traced when telemetry is on. `where` names the job in messages.
    */
-  schedulerOf(options: Omit<PeriodicSchedulerOptions, 'coordinator'>, where: string): PeriodicScheduler {
+  schedulerOf(
+    options: Omit<PeriodicSchedulerOptions, 'coordinator'>,
+    where: string,
+    method?: SchedulerContext['method'],
+  ): PeriodicScheduler {
     const { mode, coordinator } = this.settings.options;
     if (options.exclusive === true && coordinator === undefined) {
       throw noCoordinator(where, 'PeriodicModule.forRoot({ coordinator })');
@@ -99,7 +118,7 @@ export class PeriodicRegistry {
     return new PeriodicScheduler(
       { ...options, mode: options.mode ?? mode, coordinator, run: this.telemetry.traced(options.run) },
       this.events,
-      { where, storeLog: this.settings.storeLog },
+      { where, storeLog: this.settings.storeLog, method },
     );
   }
 
@@ -151,7 +170,7 @@ export class PeriodicRegistry {
   }
 
   /** Adds a job's scheduler; a name already taken is a `PeriodicConfigError` naming both places. */
-  private register(scheduler: PeriodicScheduler, place: string): void {
+  private register(scheduler: PeriodicScheduler, place: string | DecoratedPlace): void {
     const existing = this.jobs.get(scheduler.name);
     if (existing?.removing === true) {
       throw new PeriodicConfigError(
@@ -172,9 +191,19 @@ export class PeriodicRegistry {
    * @internal Registers a job and starts it if the application has bootstrapped already (a job added at run
    * time, or found in a module loaded lazily); otherwise it starts with the others.
    */
-  adopt(scheduler: PeriodicScheduler, place: string): void {
+  adopt(scheduler: PeriodicScheduler, place: string | DecoratedPlace): void {
     this.register(scheduler, place);
     if (this.phase === 'bootstrapped') scheduler.start();
+  }
+
+  /** @internal Where the job `name` comes from, if there is one. */
+  placeOf(name: string): string | DecoratedPlace | undefined {
+    return this.jobs.get(name)?.place;
+  }
+
+  /** @internal The names of the jobs of decorated methods, in the order they were registered. */
+  decoratedNames(): string[] {
+    return [...this.jobs].filter(([, { place }]) => place instanceof DecoratedPlace).map(([name]) => name);
   }
 
   /** @internal The application has bootstrapped, all of it: every job starts. */

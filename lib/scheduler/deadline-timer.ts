@@ -76,30 +76,34 @@ export interface TimerEntry {
   deadline: number;
   /** Orders entries of the same deadline by when they were armed, as Node orders its own timers. */
   sequence: number;
-  /** The shared timer's list it waits in, if it does; its neighbours there. */
-  list: TimerList | undefined;
+  /**
+   * The shared timer's list it waits in, if it does; `null` once taken from its list as due, its call still to
+   * come. Its neighbours in the list.
+   */
+  list: TimerList | null | undefined;
   previous: TimerEntry | undefined;
   next: TimerEntry | undefined;
-  /** Taken from its list as due, its call still to come. */
-  due: boolean;
   /** Under fake timers: the fake timer armed for this deadline. */
   own: ReturnType<typeof setTimeout> | undefined;
-  /** The deadline has come: `now()` has reached it. */
-  onDeadline(): void;
+  /** The deadline has come: `now()`, read as `time`, has reached it. */
+  onDeadline(time: number): void;
 }
 
-/** Arms `entry` for `deadline` on the `now()` timeline, replacing any pending deadline. */
-export function armAt(entry: TimerEntry, deadline: number): void {
+/**
+ * Arms `entry` for `deadline` on the `now()` timeline, replacing any pending deadline. `time` is `now()`, for a
+ * caller that has just read it.
+ */
+export function armAt(entry: TimerEntry, deadline: number, time = now()): void {
   cancel(entry);
   entry.deadline = deadline;
-  if (!underFakeTimers()) (shared ??= new SharedTimer()).add(entry);
+  if (!underFakeTimers()) (shared ??= new SharedTimer()).add(entry, time);
   else entry.own = armOwn(entry);
 }
 
 export function cancel(entry: TimerEntry): void {
-  if (entry.list !== undefined) shared!.remove(entry);
+  if (entry.list) shared!.remove(entry);
   // Taken as due, its call still to come; now it will not come.
-  entry.due = false;
+  else entry.list = undefined;
   if (entry.own !== undefined) {
     globalThis.clearTimeout(entry.own);
     entry.own = undefined;
@@ -108,12 +112,13 @@ export function cancel(entry: TimerEntry): void {
 
 /** Whether a deadline is pending: armed, and its call not made yet. */
 export function isArmed(entry: TimerEntry): boolean {
-  return entry.list !== undefined || entry.due || entry.own !== undefined;
+  return entry.list !== undefined || entry.own !== undefined;
 }
 
 /** What a {@link DeadlineTimer} calls: an object with a method rather than a closure, to keep jobs small. */
 export interface DeadlineListener {
-  onDeadline(): void;
+  /** `time`: `now()` when the deadline was found to have come. */
+  onDeadline(time: number): void;
 }
 
 /**
@@ -126,10 +131,9 @@ export interface DeadlineListener {
 export class DeadlineTimer implements TimerEntry {
   deadline = 0;
   sequence = 0;
-  list: TimerList | undefined;
+  list: TimerList | null | undefined;
   previous: TimerEntry | undefined;
   next: TimerEntry | undefined;
-  due = false;
   own: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly listener: DeadlineListener) {}
@@ -148,8 +152,8 @@ export class DeadlineTimer implements TimerEntry {
     cancel(this);
   }
 
-  onDeadline(): void {
-    this.listener.onDeadline();
+  onDeadline(time: number): void {
+    this.listener.onDeadline(time);
   }
 }
 
@@ -164,8 +168,9 @@ function armOwn(entry: TimerEntry): ReturnType<typeof setTimeout> {
  */
 function fireOwn(entry: TimerEntry): void {
   entry.own = undefined;
-  if (now() < entry.deadline) entry.own = armOwn(entry);
-  else entry.onDeadline();
+  const time = now();
+  if (time < entry.deadline) entry.own = armOwn(entry);
+  else entry.onDeadline(time);
 }
 
 /**
@@ -233,12 +238,14 @@ class SharedTimer {
   private armed = 0;
   /** While due timers are being called, the Node timer is aimed once, at the end. */
   private firing = false;
+  /** The timers due at a fire, kept from one to the next (emptied after each) so that a fire allocates nothing. */
+  private readonly due: (TimerEntry | undefined)[] = [];
   size = 0;
 
-  add(timer: TimerEntry): void {
+  add(timer: TimerEntry, time: number): void {
     timer.sequence = ++this.armed;
     this.size++;
-    const wait = Math.round(timer.deadline - now());
+    const wait = Math.round(timer.deadline - time);
     let list = this.lists.get(wait);
     if (list === undefined) this.lists.set(wait, (list = new TimerList(wait)));
     const empty = list.first === undefined;
@@ -291,18 +298,21 @@ class SharedTimer {
       // Take every timer that is due before calling any: a timer armed by these calls, even for a deadline
       // already passed, waits for the next turn of the timers (as `jobShutdown: 0` relies on).
       const time = now();
-      const due: TimerEntry[] = [];
+      const { due } = this;
+      let count = 0;
       for (let timer = this.heap[0]?.first; timer !== undefined && timer.deadline <= time;) {
         this.remove(timer);
-        timer.due = true;
-        due.push(timer);
+        timer.list = null;
+        due[count++] = timer;
         timer = this.heap[0]?.first;
       }
-      for (const timer of due) {
+      for (let i = 0; i < count; i++) {
+        const timer = due[i]!;
+        due[i] = undefined;
         // An earlier callback may have cancelled this timer or armed it again.
-        if (!timer.due) continue;
-        timer.due = false;
-        timer.onDeadline();
+        if (timer.list !== null) continue;
+        timer.list = undefined;
+        timer.onDeadline(time);
       }
     } finally {
       this.firing = false;

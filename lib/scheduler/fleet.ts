@@ -19,9 +19,12 @@ export class FleetSlots {
   /** The latest slot that came while this replica did not hold the lease; 0 if none. */
   private unheldSlot = 0;
 
-  /** @param after the slot after a time on the job's own grid or calendar; 0 if the calendar has none. */
+  /**
+   * @param lease the job's lease, which this replica must hold to start a run.
+   * @param after the slot after a time on the job's own grid or calendar; 0 if the calendar has none.
+   */
   constructor(
-    private readonly lease: Lease,
+    readonly lease: Lease,
     private readonly options: ResolvedPeriodicOptions,
     private readonly after: (slot: number) => number,
   ) {

@@ -34,7 +34,7 @@ import {
   RULES,
 } from './options.js';
 import { checkedOptions } from './rules.js';
-import { isThenable, Run, type RunOutcome, type SyncTickResult, type Tick, type TickResult } from './run.js';
+import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
 import { type Calendar, latestSlot } from './schedule.js';
 import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
 
@@ -49,6 +49,21 @@ const WALL_CHECK = 10_000;
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
 const SYNC_TICK_TIMEOUT = 4000;
 
+type Job = PeriodicSchedulerOptions['run'];
+
+/** What a scheduler's ticks wait for. */
+interface Pending {
+  /** An async guard is pending: another tick starts nothing (one guard at a time). */
+  guard: boolean;
+  /** An exclusive job's claim of its slot is pending: another timer tick starts nothing. */
+  claim: boolean;
+  /** When the pending guard or claim began, on the `now()` timeline. */
+  since: number;
+  /** Jitter: the tick waiting for its delay, and the timer of that delay. */
+  jittered: Run | undefined;
+  jitter: DeadlineTimer | undefined;
+}
+
 /** A sink as the scheduler calls it. */
 type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
 
@@ -58,6 +73,13 @@ export interface SchedulerContext {
   where?: string;
   /** Where the failures of an exclusive job's coordinator are reported, shared by the jobs that use it. */
   storeLog?: StoreLog;
+  /**
+   * The job is method `key` of `target`, and `run` the method it inherits: one that `target` holds itself at a
+   * run (a test's `jest.spyOn(instance, 'purge')`, made after the job) is called instead. (Looking the method up
+   * by name on each run would cost every run a property lookup that V8 cannot cache when thousands of jobs of
+   * many classes share one call site.)
+   */
+  method?: { readonly target: object; readonly key: string | symbol };
 }
 
 /**
@@ -69,42 +91,36 @@ export interface SchedulerContext {
 export class PeriodicScheduler {
   /** The job's options, validated, with defaults filled in. */
   readonly options: ResolvedPeriodicOptions;
-  readonly #job: PeriodicSchedulerOptions['run'];
+  /** The job: a function, or a method of an object (see `SchedulerContext.method`). */
+  readonly #job: Job | { readonly target: object; readonly key: string | symbol; readonly inherited: Job };
   readonly #sink: Sink | undefined;
   #phase: 'idle' | 'ticking' | 'stopped' = 'idle';
   /** Ticks start nothing until `resume()`; the timer keeps the grid. */
   #paused = false;
   /** What the job did, made when it first has something to count. */
   #record: JobRecord | undefined;
-  /** The runs being tracked, in start order: an array, lighter than a Set for the one or two a job has. */
-  #runs: Run[] | undefined;
+  /**
+   * The runs being tracked, in start order: a run on its own, the common case, or an array of those that
+   * overlap. A job whose one run at a time ends allocates no array for it.
+   */
+  #runs: Run | Run[] | undefined;
   /** The slots of a cron job. */
   readonly #calendar: Calendar | undefined;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
   #slot = 0;
-  #lastJobId = 0;
-  /** An async guard is pending: another tick starts nothing (one guard at a time). */
-  #guardPending = false;
-  /** An exclusive job's claim of its slot is pending: another timer tick starts nothing. */
-  #claimPending = false;
-  /** When the pending guard or claim began, on the `now()` timeline. */
-  #waitingSince = 0;
-  /** Jitter: the tick waiting for its delay, and the timer of that delay. */
-  #jitter: { tick: Tick | undefined; readonly timer: DeadlineTimer } | undefined;
-  /** Exclusive jobs: the lease this replica must hold to start a run, and its part in the fleet's schedule. */
-  readonly #lease: Lease | undefined;
+  /** What ticks wait for, made when one first waits for its jitter, its guard or its claim: most jobs never do. */
+  #pending: Pending | undefined;
+  /** Exclusive jobs: this replica's part in the fleet's schedule, and the lease it must hold to start a run. */
   readonly #fleet: FleetSlots | undefined;
-  #stopped: Promise<void> | undefined;
-  /** Resolves `stop()` once the last run has ended. */
-  #drained: (() => void) | undefined;
+  /** Once `stop()` was called: what it resolves, and what resolves it when the last run has ended. */
+  #stopping: { readonly stopped: Promise<void>; drained?: () => void } | undefined;
 
   // The job's tick timer: the scheduler is the shared timer's entry itself (see TimerEntry).
   /** @internal */ deadline = 0;
   /** @internal */ sequence = 0;
-  /** @internal */ list: TimerList | undefined;
+  /** @internal */ list: TimerList | null | undefined;
   /** @internal */ previous: TimerEntry | undefined;
   /** @internal */ next: TimerEntry | undefined;
-  /** @internal */ due = false;
   /** @internal */ own: ReturnType<typeof setTimeout> | undefined;
 
   /**
@@ -119,7 +135,11 @@ export class PeriodicScheduler {
     events?: PeriodicEventSink,
     context?: string | SchedulerContext,
   ) {
-    const { where: named, storeLog } = typeof context === 'string' ? { where: context } : (context ?? {});
+    const {
+      where: named,
+      storeLog,
+      method,
+    } = typeof context === 'string' ? { where: context } : (context ?? {});
     const name: unknown = options?.name;
     const where =
       named ?? `job ${typeof name === 'string' && name !== '' ? JSON.stringify(name) : '(unnamed)'}`;
@@ -141,11 +161,12 @@ export class PeriodicScheduler {
     }
     this.options = resolved;
     this.#calendar = calendar;
-    this.#job = options.run;
+    this.#job =
+      method === undefined ? options.run : { target: method.target, key: method.key, inherited: options.run };
     this.#sink = typeof events === 'function' ? { emit: events } : events;
     if (coordinator !== undefined && resolved.exclusive) {
-      this.#lease = new Lease(storeLog ?? new StoreLog(coordinator), resolved.name, this);
-      this.#fleet = new FleetSlots(this.#lease, resolved, (slot) => this.#slotAfter(slot));
+      const lease = new Lease(storeLog ?? new StoreLog(coordinator), resolved.name, this);
+      this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
   }
 
@@ -161,13 +182,20 @@ export class PeriodicScheduler {
 
   /** The number of runs being tracked: started, and neither settled nor abandoned. */
   get running(): number {
-    return this.#runs?.length ?? 0;
+    const runs = this.#runs;
+    return runs === undefined ? 0 : Array.isArray(runs) ? runs.length : 1;
+  }
+
+  /** The runs being tracked, in start order, in an array of their own. */
+  #inFlight(): Run[] {
+    const runs = this.#runs;
+    return runs === undefined ? [] : Array.isArray(runs) ? runs.slice() : [runs];
   }
 
   // ---- The tick ----
 
-  /** @internal The tick timer's deadline has come. */
-  onDeadline(): void {
+  /** @internal The tick timer's deadline has come: `now()` read `time`. */
+  onDeadline(time: number): void {
     const calendar = this.#calendar;
     if (calendar !== undefined) return this.#slotCame(calendar);
     let scheduledAt = this.deadline;
@@ -175,7 +203,7 @@ export class PeriodicScheduler {
     if (this.options.delayMode === 'regular') {
       // Missed slots are dropped, not replayed: run once for the latest slot that has passed.
       const { every } = this.options;
-      const missed = Math.floor((now() - scheduledAt) / every);
+      const missed = Math.floor((time - scheduledAt) / every);
       if (missed > 0) {
         scheduledAt += missed * every;
         slot += missed * every;
@@ -183,10 +211,10 @@ export class PeriodicScheduler {
       }
       // The next deadline comes from this one, not from the clock, so the grid never drifts.
       this.#slot = slot + every;
-      armAt(this, scheduledAt + every);
+      armAt(this, scheduledAt + every, time);
       this.#reportNext(every);
     }
-    this.#due({ scheduledAt, slot, origin: 'timer', waiter: undefined });
+    this.#due(new Run(this, scheduledAt, slot, 'timer'));
   }
 
   /** A cron job's timer fired: the slot has come by the wall clock, or the timer is aimed again. */
@@ -197,32 +225,30 @@ export class PeriodicScheduler {
     const { slot, missed, next } = latestSlot(calendar, this.#slot, wallNow);
     if (missed > 0 && !this.#slotsDropped(missed)) return;
     this.#armSlot(next);
-    this.#due({ scheduledAt: now() - (wallNow - slot), slot, origin: 'timer', waiter: undefined });
+    this.#due(new Run(this, now() - (wallNow - slot), slot, 'timer'));
   }
 
   /** A timer tick is due: handled now, or after a random delay under `jitter` past its slot (at once if it is that late). */
-  #due(tick: Tick): void {
+  #due(tick: Run): void {
     const { jitter } = this.options;
     // A replica without the lease has nothing to delay.
-    if (jitter === 0 || this.#lease?.held === false) {
+    if (jitter === 0 || this.#fleet?.lease.held === false) {
       void this.#handle(tick);
       return;
     }
-    const waiting = (this.#jitter ??= {
-      tick: undefined,
-      timer: new DeadlineTimer({ onDeadline: () => this.#jittered() }),
-    });
+    const waiting = this.#waits();
     // A tick still waiting when the next comes (a pattern's gap that day was shorter than the jitter) goes now.
-    if (waiting.tick !== undefined) this.#jittered();
-    waiting.tick = tick;
-    waiting.timer.armAt(tick.scheduledAt + Math.random() * jitter);
+    if (waiting.jittered !== undefined) this.#jitterEnded();
+    waiting.jittered = tick;
+    waiting.jitter ??= new DeadlineTimer({ onDeadline: () => this.#jitterEnded() });
+    waiting.jitter.armAt(tick.scheduledAt + Math.random() * jitter);
   }
 
-  #jittered(): void {
-    const waiting = this.#jitter!;
-    const tick = waiting.tick!;
-    waiting.tick = undefined;
-    waiting.timer.cancel();
+  #jitterEnded(): void {
+    const waiting = this.#pending!;
+    const tick = waiting.jittered!;
+    waiting.jittered = undefined;
+    waiting.jitter!.cancel();
     void this.#handle(tick);
   }
 
@@ -231,34 +257,33 @@ export class PeriodicScheduler {
    * unless the slot is claimed or the guard returns a promise. A triggered tick claims no slot: the grid does
    * not move.
    */
-  #handle(tick: Tick): Run | undefined | Promise<Run | undefined> {
+  #handle(tick: Run): Run | undefined | Promise<Run | undefined> {
     if (this.#phase !== 'ticking') return undefined;
-    const lease = this.#lease;
+    const fleet = this.#fleet;
     // Without the lease, or paused, a tick starts nothing: no guard, no event.
-    if (lease?.held === false) {
-      if (tick.origin === 'timer') this.#fleet!.unheld(tick.slot);
+    if (fleet?.lease.held === false) {
+      if (tick.origin === 'timer') fleet.unheld(tick.slot);
       return this.#endWithoutRun(tick);
     }
     if (this.#paused) return this.#endWithoutRun(tick);
     // One guard at a time; and one claim at a time, which a trigger does not make.
-    if (this.#guardPending || (this.#claimPending && tick.origin === 'timer')) {
+    const pending = this.#pending;
+    if (pending !== undefined && (pending.guard || (pending.claim && tick.origin === 'timer'))) {
       this.#missed(1);
       return this.#endWithoutRun(tick);
     }
-    if (lease === undefined || tick.origin !== 'timer') return this.#passGuard(tick);
+    if (fleet === undefined || tick.origin !== 'timer') return this.#passGuard(tick);
     // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
-    this.#claimPending = true;
-    this.#waitingSince = now();
-    const fleet = this.#fleet!;
+    const waiting = this.#waitFor('claim');
     return fleet.claim(tick.slot).then((held) => {
-      this.#claimPending = false;
+      waiting.claim = false;
       if (!held) return this.#endWithoutRun(tick);
       // Closing meanwhile: the claimed slot is given back to the fleet when the lease is released.
       if (this.#phase !== 'ticking') return undefined;
       // Paused meanwhile, or a trigger's guard is pending: the slot was claimed, and is dropped.
-      if (this.#paused || this.#guardPending) {
+      if (this.#paused || waiting.guard) {
         fleet.settled();
-        if (this.#guardPending) this.#missed(1);
+        if (waiting.guard) this.#missed(1);
         return this.#endWithoutRun(tick);
       }
       fleet.hold(tick.slot);
@@ -275,7 +300,7 @@ export class PeriodicScheduler {
     });
   }
 
-  #passGuard(tick: Tick): Run | undefined | Promise<Run | undefined> {
+  #passGuard(tick: Run): Run | undefined | Promise<Run | undefined> {
     const guard = this.options.when;
     if (guard === undefined) return this.#startRun(tick);
     let verdict: unknown;
@@ -285,36 +310,54 @@ export class PeriodicScheduler {
     } catch (error) {
       return this.#guardFailed(tick, error);
     }
-    this.#guardPending = true;
-    this.#waitingSince = now();
+    const waiting = this.#waitFor('guard');
     return Promise.resolve(verdict).then(
       (passed) => {
-        this.#guardPending = false;
+        waiting.guard = false;
         // The lease may have been lost, or the job paused, while the guard was pending.
-        return passed && this.#lease?.held !== false && !this.#paused
+        return passed && this.#fleet?.lease.held !== false && !this.#paused
           ? this.#startRun(tick)
           : this.#endWithoutRun(tick);
       },
       (error: unknown) => {
-        this.#guardPending = false;
+        waiting.guard = false;
         return this.#guardFailed(tick, error);
       },
     );
   }
 
+  /** A tick begins to wait for its guard or its claim. */
+  #waitFor(what: 'guard' | 'claim'): Pending {
+    const pending = this.#waits();
+    pending[what] = true;
+    pending.since = now();
+    return pending;
+  }
+
+  #waits(): Pending {
+    return (this.#pending ??= {
+      guard: false,
+      claim: false,
+      since: 0,
+      jittered: undefined,
+      jitter: undefined,
+    });
+  }
+
   /** Applies the overlap policy, then starts a run. */
-  #startRun(tick: Tick): Run | undefined {
+  #startRun(tick: Run): Run | undefined {
     if (this.#phase !== 'ticking') return undefined;
-    const runs = (this.#runs ??= []);
     let replacesGridRun = false;
-    if (runs.length > 0 && this.options.onOverlap !== 'run') {
+    if (this.#runs !== undefined && this.options.onOverlap !== 'run') {
+      const running = this.#inFlight();
       if (this.options.onOverlap === 'ignore') {
         this.#recorded().skipped++;
-        if (this.#wants('skipped'))
-          this.#emit({ type: 'skipped', name: this.name, stillRunning: runs[0].jobId });
+        if (this.#wants('skipped')) {
+          this.#emit({ type: 'skipped', name: this.name, stillRunning: running[0].jobId });
+        }
         return this.#endWithoutRun(tick);
       }
-      for (const previous of runs.slice()) {
+      for (const previous of running) {
         replacesGridRun ||= previous.armsNext;
         previous.stop('stopPrevious');
         if (this.#wants('stoppedPrevious')) {
@@ -324,13 +367,15 @@ export class PeriodicScheduler {
       // An abort listener of the stopped run may have stopped this scheduler.
       if (this.#phase !== 'ticking') return undefined;
     }
-    const run = new Run(this, tick, ++this.#lastJobId, this.#lease?.fencingToken);
+    // Runs are numbered in start order: a run's jobId is the count of runs started.
+    const record = this.#recorded();
+    const run = tick;
+    run.start(++record.started, this.#fleet?.lease.fencingToken);
     // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
     if (replacesGridRun) run.replacesGridRun();
-    runs.push(run);
-    const record = this.#recorded();
-    record.started++;
-    record.lastStartedAt = Date.now();
+    const runs = this.#runs;
+    this.#runs = runs === undefined ? run : Array.isArray(runs) ? (runs.push(run), runs) : [runs, run];
+    record.lastStartedAt = run.startedWall;
     if (this.#wants('started')) {
       const { jobId, startedAt, scheduledAt } = run;
       this.#emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
@@ -341,10 +386,16 @@ export class PeriodicScheduler {
 
   /** @internal Calls the job with its run as the context. */
   call(run: Run): unknown {
-    return this.#job(run);
+    const job = this.#job;
+    if (typeof job === 'function') return job(run);
+    const { target, key, inherited } = job;
+    return (Object.hasOwn(target, key) ? (target as Record<string | symbol, Job>)[key] : inherited).call(
+      target,
+      run,
+    );
   }
 
-  #guardFailed(tick: Tick, error: unknown): undefined {
+  #guardFailed(tick: Run, error: unknown): undefined {
     // A guard that fails after its job stopped (a close, a removal) reports nothing.
     if (this.#phase !== 'ticking') return undefined;
     this.#recorded().guardFailed++;
@@ -353,7 +404,7 @@ export class PeriodicScheduler {
   }
 
   /** A tick that starts no run: in shifted mode the next tick comes `every` ms after it, unless it was triggered. */
-  #endWithoutRun(tick: Tick): undefined {
+  #endWithoutRun(tick: Run): undefined {
     if (this.options.delayMode === 'shifted' && this.#phase === 'ticking' && tick.origin !== 'trigger') {
       this.#armNext(this.options.every);
     }
@@ -362,14 +413,19 @@ export class PeriodicScheduler {
 
   /** @internal A run of this job has ended. */
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void {
-    const runs = this.#runs!;
-    runs.splice(runs.indexOf(run), 1);
+    const runs = this.#runs;
+    if (runs === run) this.#runs = undefined;
+    else if (Array.isArray(runs)) {
+      runs.splice(runs.indexOf(run), 1);
+      if (runs.length < 2) this.#runs = runs[0];
+    }
     // Read before the next tick is armed, so that the gap from this end to it is never below `every`.
-    const durationMs = Math.round((now() - run.startedAt) * 1000) / 1000;
+    const lasted = now() - run.startedAt;
+    const durationMs = Math.round(lasted * 1000) / 1000;
     const record = this.#recorded();
     record[reason]++;
     record.lastReason = reason;
-    record.lastEndedAt = Date.now();
+    record.lastEndedAt = run.startedWall + lasted;
     record.lastDurationMs = durationMs;
     record.lastError = failed ? { value: error } : undefined;
     if (reason === 'normal') {
@@ -383,14 +439,14 @@ export class PeriodicScheduler {
     if (this.options.delayMode === 'shifted' && this.#phase === 'ticking' && !run.replaced && run.armsNext) {
       this.#armNext(this.options.every);
     }
-    const { waiter } = run.tick;
+    const { waiter } = run;
     const listening = this.#wants('finished', reason);
     if (listening || waiter !== undefined) {
       const outcome: RunOutcome = failed ? { reason, error, durationMs } : { reason, durationMs };
       if (listening) this.#emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
       waiter?.(outcome);
     }
-    if (runs.length === 0) this.#drained?.();
+    if (this.#runs === undefined) this.#stopping?.drained?.();
   }
 
   /**
@@ -399,7 +455,7 @@ export class PeriodicScheduler {
    */
   #slotsDropped(count: number): boolean {
     // A paused job drops its ticks on purpose.
-    if (this.#lease?.held !== false && !this.#paused) this.#missed(count);
+    if (this.#fleet?.lease.held !== false && !this.#paused) this.#missed(count);
     return this.#phase === 'ticking';
   }
 
@@ -489,7 +545,7 @@ export class PeriodicScheduler {
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
   leaseLost(reason: string): void {
     if (this.#wants('leaseLost')) this.#emit({ type: 'leaseLost', name: this.name, reason });
-    for (const run of this.#runs?.slice() ?? []) run.stop('leaseLost');
+    for (const run of this.#inFlight()) run.stop('leaseLost');
   }
 
   // ---- What can be done with a scheduler ----
@@ -503,7 +559,7 @@ export class PeriodicScheduler {
       );
     }
     this.#phase = 'ticking';
-    this.#lease?.start();
+    this.#fleet?.lease.start();
     this.#armFirst();
   }
 
@@ -513,19 +569,18 @@ export class PeriodicScheduler {
    * same promise.
    */
   stop(): Promise<void> {
-    if (this.#stopped === undefined) {
+    if (this.#stopping === undefined) {
       this.halt();
       let drained: Promise<void>;
-      if (this.running === 0) {
-        drained = Promise.resolve();
-      } else {
-        drained = new Promise((resolve) => (this.#drained = resolve));
-        for (const run of this.#runs!.slice()) run.stop('shutdown');
-      }
+      let resolve: (() => void) | undefined;
+      if (this.running === 0) drained = Promise.resolve();
+      else drained = new Promise((settled) => (resolve = settled));
       const fleet = this.#fleet;
-      this.#stopped = fleet === undefined ? drained : drained.then(() => fleet.release());
+      const stopped = fleet === undefined ? drained : drained.then(() => fleet.release());
+      this.#stopping = { stopped, drained: resolve };
+      for (const run of this.#inFlight()) run.stop('shutdown');
     }
-    return this.#stopped;
+    return this.#stopping.stopped;
   }
 
   /**
@@ -540,9 +595,9 @@ export class PeriodicScheduler {
       unwatchSystemTime(this);
       this.#calendar.release();
     }
-    this.#jitter?.timer.cancel();
+    this.#pending?.jitter?.cancel();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
-    this.#lease?.retire();
+    this.#fleet?.lease.retire();
   }
 
   /** Manual mode: performs one tick; resolves once the guard has been evaluated and the run, if any, started. */
@@ -560,7 +615,7 @@ export class PeriodicScheduler {
     if (refusal !== undefined) return refusal;
     const run = await (this.options.mode === 'manual'
       ? this.#manualTick(undefined)
-      : this.#handle({ scheduledAt: now(), slot: Date.now(), origin: 'trigger', waiter: undefined }));
+      : this.#handle(new Run(this, now(), Date.now(), 'trigger')));
     return run === undefined ? { ok: false, error: 'jobNotStarted' } : { ok: true, jobId: run.jobId };
   }
 
@@ -595,7 +650,7 @@ export class PeriodicScheduler {
   /** What the job is doing, and what it did last. */
   status(): PeriodicJobStatus {
     const ticking = this.state === 'ticking' && isArmed(this);
-    const lease = this.#lease;
+    const lease = this.#fleet?.lease;
     return statusOf(
       {
         options: this.options,
@@ -617,7 +672,10 @@ export class PeriodicScheduler {
     const interval = this.#interval();
     if (interval === undefined) return false;
     // A tick stuck on its guard (or its claim): the ticks after it come, and are all missed.
-    if ((this.#guardPending || this.#claimPending) && now() - this.#waitingSince > 2 * interval) return true;
+    const pending = this.#pending;
+    if (pending !== undefined && (pending.guard || pending.claim) && now() - pending.since > 2 * interval) {
+      return true;
+    }
     if (this.options.delayMode === 'shifted' && this.running > 0) return false;
     const lateness = this.#calendar === undefined ? now() - this.deadline : Date.now() - this.#slot;
     return lateness > 2 * interval;
@@ -631,10 +689,10 @@ export class PeriodicScheduler {
   }
 
   /** Manual mode: a tick asked for by `tick`, `syncTick` or `trigger`; it reports the next tick, as a timer tick would. */
-  async #manualTick(waiter: Tick['waiter']): Promise<Run | undefined> {
+  async #manualTick(waiter: Run['waiter']): Promise<Run | undefined> {
     if (this.#calendar !== undefined) this.#armSlot(this.#calendar.next(Date.now()));
     else if (this.options.delayMode === 'regular') this.#reportNext(this.options.every);
-    return this.#handle({ scheduledAt: now(), slot: Date.now(), origin: 'manual', waiter });
+    return this.#handle(new Run(this, now(), Date.now(), 'manual', waiter));
   }
 
   /**
@@ -674,7 +732,7 @@ export class PeriodicScheduler {
   #refuseTick(): Extract<TickResult, { ok: false }> | undefined {
     if (this.#phase !== 'ticking') return { ok: false, error: 'jobNotStarted' };
     if (this.#paused) return { ok: false, error: 'paused' };
-    if (this.#lease?.held === false) return { ok: false, error: 'notLeaseHolder' };
+    if (this.#fleet?.lease.held === false) return { ok: false, error: 'notLeaseHolder' };
     return undefined;
   }
 

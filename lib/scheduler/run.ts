@@ -37,7 +37,7 @@ export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
 /** Where a tick comes from: its timer, `tick()`/`syncTick()` in manual mode, or `trigger()` in auto mode. */
 export type TickOrigin = 'timer' | 'manual' | 'trigger';
 
-/** One tick of a job, from its deadline until it has started its run or ended without one. */
+/** What a tick of a job carries, from its deadline until it has started its run or ended without one. */
 export interface Tick {
   /** Its deadline on the `now()` timeline. */
   readonly scheduledAt: number;
@@ -97,47 +97,74 @@ const SETTLED_AFTER: Record<AbortReason, JobExitReason> = {
 /** The exit reason of a stopped run that was abandoned. */
 const ABANDONED_AFTER: Record<AbortReason, JobExitReason> = { ...SETTLED_AFTER, shutdown: 'killed' };
 
+/** Bits of a run's state. */
+const ARMS_NEXT = 1;
+const ENDED = 2;
+const ASYNC = 4;
+
 /**
- * One call of the job, from its start until it settles or is abandoned; it is also the context the job
- * receives. Stopping a run aborts its signal and gives it a grace to settle; the first stop decides its exit
- * reason. `signal` and `scheduledDate` are made when they are first read: most runs read neither, and an
- * `AbortController` costs more than the rest of a run together.
+ * A tick, and the call of the job it starts: made when the tick comes (its deadline, slot and origin), it waits
+ * for its jitter, its claim and its guard; if the overlap policy lets it, it starts (`start()`) and is the
+ * context the job receives, until it settles or is abandoned. One object per tick, the context included: a run
+ * allocates nothing else unless it asks (`signal` and `scheduledDate` are made when first read, and an
+ * `AbortController` costs more than the rest of a run together). Stopping a run aborts its signal and gives it a
+ * grace to settle; the first stop decides its exit reason.
  */
-export class Run implements PeriodicContext {
+export class Run implements Tick, PeriodicContext {
+  // What the job receives has the context's fields only: the run's own state is private.
   readonly name: string;
-  readonly startedAt: number;
+  jobId = 0;
   readonly scheduledAt: number;
-  /** The tick that started the run. */
-  readonly #tick: Tick;
+  startedAt = 0;
+  fencingToken: number | undefined = undefined;
   readonly #owner: RunOwner;
-  #date: Date | undefined;
-  /** In shifted mode, the run's end arms the next tick: it was started by the grid, or replaced one that was. */
-  #armsNext: boolean;
-  /** Set once the run has ended; whatever it does after that is swallowed. */
-  #ended = false;
-  #stopReason: AbortReason | undefined;
-  /** Made when the run first reads its signal; the reason it was stopped with, if that came first. */
-  #controller: AbortController | undefined;
+  readonly #slot: number;
+  readonly #origin: TickOrigin;
+  readonly #waiter: Tick['waiter'];
+  /** The wall-clock time the run started at (epoch ms). */
+  #startedWall = 0;
+  /**
+   * ARMS_NEXT: in shifted mode, its end arms the next tick; ENDED: whatever it does from now on is swallowed;
+   * ASYNC: the call returned a promise, and the trace ends with `asyncStart` and `asyncEnd`.
+   */
+  #flags = 0;
+  /** Why the run was stopped, as its signal's reason; made by the first stop. */
   #abortError: PeriodicAbortError | undefined;
+  /** Made when the run first reads its signal, and aborted already if the run was stopped before. */
+  #controller: AbortController | undefined;
+  #date: Date | undefined;
   /** The timeout while the run runs, then the grace once it has been stopped. */
   #timer: DeadlineTimer | undefined;
   /** What the tracing channel publishes of the run, if it had subscribers when the run started. */
   #trace: PeriodicRunTrace | undefined;
-  /** The call returned a promise: the trace ends with `asyncStart` and `asyncEnd`. */
-  #async = false;
 
   constructor(
     owner: RunOwner,
-    tick: Tick,
-    readonly jobId: number,
-    readonly fencingToken: number | undefined,
+    scheduledAt: number,
+    slot: number,
+    origin: TickOrigin,
+    waiter?: Tick['waiter'],
   ) {
-    this.#owner = owner;
-    this.#tick = tick;
     this.name = owner.options.name;
-    this.scheduledAt = tick.scheduledAt;
-    this.startedAt = now();
-    this.#armsNext = tick.origin !== 'trigger';
+    this.scheduledAt = scheduledAt;
+    this.#owner = owner;
+    this.#slot = slot;
+    this.#origin = origin;
+    this.#waiter = waiter;
+    // A triggered run is off the grid: its end arms no tick.
+    if (origin !== 'trigger') this.#flags = ARMS_NEXT;
+  }
+
+  get slot(): number {
+    return this.#slot;
+  }
+
+  get origin(): TickOrigin {
+    return this.#origin;
+  }
+
+  get waiter(): Tick['waiter'] {
+    return this.#waiter;
   }
 
   /** The run's signal, aborted already if the run was stopped before it first asked. */
@@ -150,27 +177,35 @@ export class Run implements PeriodicContext {
   }
 
   get scheduledDate(): Date {
-    return (this.#date ??= new Date(this.#tick.slot));
+    return (this.#date ??= new Date(this.#slot));
   }
 
-  /** @internal The tick that started the run. */
-  get tick(): Tick {
-    return this.#tick;
+  /** @internal The wall-clock time the run started at (epoch ms). */
+  get startedWall(): number {
+    return this.#startedWall;
   }
 
   /** @internal True once the run has been stopped by `onOverlap: 'stopPrevious'`. */
   get replaced(): boolean {
-    return this.#stopReason === 'stopPrevious';
+    return this.#abortError?.reason === 'stopPrevious';
   }
 
   /** @internal In shifted mode, whether the run's end arms the next tick. */
   get armsNext(): boolean {
-    return this.#armsNext;
+    return (this.#flags & ARMS_NEXT) !== 0;
   }
 
   /** @internal The run replaces one of the grid's (`stopPrevious`): its end arms the next tick in its place. */
   replacesGridRun(): void {
-    this.#armsNext = true;
+    this.#flags |= ARMS_NEXT;
+  }
+
+  /** @internal The tick starts its run, numbered `jobId`, with the lease's `fencingToken` for an exclusive job. */
+  start(jobId: number, fencingToken: number | undefined): void {
+    this.jobId = jobId;
+    this.fencingToken = fencingToken;
+    this.startedAt = now();
+    this.#startedWall = Date.now();
   }
 
   /** @internal Calls the job; a run that returns a promise ends when it settles, any other run ends at once. */
@@ -185,7 +220,7 @@ export class Run implements PeriodicContext {
     }
     if (!isThenable(result)) return this.#settle(false, result);
     if (trace !== undefined) {
-      this.#async = true;
+      this.#flags |= ASYNC;
       RUNS.end.publish(trace);
     }
     // Its `then` is called once, here: a thenable that runs a query on `then` (a query builder) runs it once.
@@ -195,7 +230,7 @@ export class Run implements PeriodicContext {
     );
     // The job may have stopped its own scheduler; that stop's grace timer must stay.
     const { timeout } = this.#owner.options;
-    if (timeout !== Infinity && this.#stopReason === undefined) this.#armTimer(this.startedAt + timeout);
+    if (timeout !== Infinity && this.#abortError === undefined) this.#armTimer(this.startedAt + timeout);
   }
 
   /**
@@ -203,25 +238,24 @@ export class Run implements PeriodicContext {
    * or with `jobShutdown: 'brutalKill'`, never with `Infinity`. A run already stopped keeps its first reason.
    */
   stop(reason: AbortReason): void {
-    if (this.#ended) return;
+    if ((this.#flags & ENDED) !== 0) return;
     const grace = reason === 'stopPrevious' ? 'brutalKill' : this.#owner.options.jobShutdown;
-    if (this.#stopReason !== undefined) {
+    if (this.#abortError !== undefined) {
       if (grace === 'brutalKill') this.#abandon();
       return;
     }
-    this.#stopReason = reason;
     this.#timer?.cancel();
     this.#abortError = new PeriodicAbortError(reason, this.#abortMessage(reason));
     this.#controller?.abort(this.#abortError);
     // An abort listener may have stopped the scheduler, and with it this run.
-    if (this.#ended) return;
+    if ((this.#flags & ENDED) !== 0) return;
     if (grace === 'brutalKill') return this.#abandon();
     if (grace !== Infinity) this.#armTimer(now() + grace);
   }
 
   /** @internal The timeout ran out, or the grace after a stop did. */
   onDeadline(): void {
-    if (this.#stopReason === undefined) this.stop('timeout');
+    if (this.#abortError === undefined) this.stop('timeout');
     else this.#abandon();
   }
 
@@ -232,18 +266,18 @@ export class Run implements PeriodicContext {
 
   /** The run returned or resolved `value`, or threw or rejected it (`failed`). */
   #settle(failed: boolean, value: unknown): void {
-    if (this.#ended) return;
-    const reason =
-      this.#stopReason === undefined ? (failed ? 'error' : 'normal') : SETTLED_AFTER[this.#stopReason];
+    if ((this.#flags & ENDED) !== 0) return;
+    const stopped = this.#abortError?.reason;
+    const reason = stopped === undefined ? (failed ? 'error' : 'normal') : SETTLED_AFTER[stopped];
     this.#end(reason, failed, value);
   }
 
   #abandon(): void {
-    this.#end(ABANDONED_AFTER[this.#stopReason!], false, undefined);
+    this.#end(ABANDONED_AFTER[this.#abortError!.reason], false, undefined);
   }
 
   #end(reason: JobExitReason, failed: boolean, value: unknown): void {
-    this.#ended = true;
+    this.#flags |= ENDED;
     this.#timer?.cancel();
     if (this.#trace !== undefined) this.#endTrace(this.#trace, reason, failed, value);
     this.#owner.runEnded(this, reason, failed, failed ? value : undefined);
@@ -261,7 +295,7 @@ export class Run implements PeriodicContext {
     else if (FAILED_RUNS.has(reason)) trace.error = this.#abortError;
     else if (reason === 'normal') trace.result = value;
     if (failed || trace.error !== undefined) RUNS.error.publish(trace);
-    if (this.#async) {
+    if ((this.#flags & ASYNC) !== 0) {
       RUNS.asyncStart.publish(trace);
       RUNS.asyncEnd.publish(trace);
     } else RUNS.end.publish(trace);
@@ -280,15 +314,6 @@ export class Run implements PeriodicContext {
         return `${run} was stopped: this replica lost the job's lease`;
     }
   }
-}
-
-/**
- * A job that calls method `key` of `target`, looked up on each run, so that a method replaced after the job was
- * made (a test's `jest.spyOn(instance, 'purge')`) is the one called.
- */
-export function methodCall(target: object, key: string | symbol): (context: PeriodicContext) => unknown {
-  const methods = target as Record<string | symbol, (context: PeriodicContext) => unknown>;
-  return (context) => methods[key](context);
 }
 
 /** Whether a value is a promise or promise-like. */
