@@ -133,8 +133,10 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
 
   /** A name in the module's `jobs` that is no decorated job's is a typo, or a job since renamed. */
   private refuseUnknownOverrides(): void {
+    const overrides = Object.keys(this.settings.options.jobs);
+    if (overrides.length === 0) return;
     const names = this.registry.decoratedNames();
-    for (const name of Object.keys(this.settings.options.jobs)) {
+    for (const name of overrides) {
       if (names.includes(name)) continue;
       const hint = nearest(name, names);
       throw new PeriodicConfigError(
@@ -287,15 +289,13 @@ function schedulerOptions(
   // bootstrap of thousands of jobs fast.
   const built: Record<string, unknown> = {};
   for (const option of JOB_OPTION_NAMES) built[option] = options[option];
+  built.name = options.name ?? defaultName;
   const { when } = options;
   const whenOwner = override?.when === undefined ? given : override;
-  return {
-    ...(built as Omit<PeriodicOptions, 'name' | 'when'>),
-    name: options.name ?? defaultName,
-    when: typeof when === 'function' ? () => when.call(whenOwner, instance) : (when as undefined),
-    // The method the instance inherits; one that a test's spy puts on the instance is called instead.
-    run: (instance as Record<string | symbol, PeriodicSchedulerOptions['run']>)[key],
-  };
+  if (typeof when === 'function') built.when = () => when.call(whenOwner, instance);
+  // The method the instance inherits; one that a test's spy puts on the instance is called instead.
+  built.run = (instance as Record<string | symbol, unknown>)[key];
+  return built as unknown as Omit<PeriodicSchedulerOptions, 'coordinator'>;
 }
 
 /**

@@ -97,17 +97,19 @@ export class PeriodicRegistry {
       throw new PeriodicConfigError(`${where}: the application is closing; no job can be added any more`);
     }
     // Validated by the engine.
-    const scheduler = this.schedulerOf({ ...(given as Omit<PeriodicOptions, 'when'>), name, run }, where);
+    Object.assign(given, { name, run });
+    const scheduler = this.schedulerOf(given as unknown as PeriodicSchedulerOptions, where);
     this.adopt(scheduler, where);
     return scheduler;
   }
 
   /**
    * @internal A scheduler of a job of this application: with the module's mode unless the job sets its own,
-   * the module's coordinator, and its runs traced when telemetry is on. `where` names the job in messages.
+   * the module's coordinator, and its runs traced when telemetry is on; `options` is an object of the caller's
+   * own, which this fills in. `where` names the job in messages.
    */
   schedulerOf(
-    options: Omit<PeriodicSchedulerOptions, 'coordinator'>,
+    options: PeriodicSchedulerOptions,
     where: string,
     method?: SchedulerContext['method'],
   ): PeriodicScheduler {
@@ -115,11 +117,10 @@ export class PeriodicRegistry {
     if (options.exclusive === true && coordinator === undefined) {
       throw noCoordinator(where, 'PeriodicModule.forRoot({ coordinator })');
     }
-    return new PeriodicScheduler(
-      { ...options, mode: options.mode ?? mode, coordinator, run: this.telemetry.traced(options.run) },
-      this.events,
-      { where, storeLog: this.settings.storeLog, method },
-    );
+    options.mode ??= mode;
+    options.coordinator = coordinator;
+    options.run = this.telemetry.traced(options.run);
+    return new PeriodicScheduler(options, this.events, { where, storeLog: this.settings.storeLog, method });
   }
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */

@@ -50,8 +50,9 @@ export function readOptions(
       `${where}: the options must be an object such as ${example}, got ${describeValue(input)}`,
     );
   }
+  const known = namesOf(names);
   for (const key in input) {
-    if (names.includes(key)) continue;
+    if (known.has(key)) continue;
     const hint = nearest(key, names);
     throw new PeriodicConfigError(
       `${where}: unknown option "${key}"${hint === undefined ? '.' : `; did you mean "${hint}"?`}` +
@@ -86,14 +87,35 @@ export function checkedOptions(
   rules: Readonly<Record<string, OptionRule>>,
   example: string,
 ): Record<string, unknown> {
-  const given = readOptions(where, input, Object.keys(rules), example);
-  for (const [key, rule] of Object.entries(rules)) {
+  const names = keysOf(rules);
+  const given = readOptions(where, input, names, example);
+  for (const key of names) {
+    const rule = rules[key];
     const value = given[key];
     if ((value !== undefined || rule.required === true) && !rule.accepts(value)) {
       throw invalid(where, key, value, rule);
     }
   }
   return given;
+}
+
+/**
+ * The keys of the rule tables, and sets of the lists of option names, made once per table or list: a bootstrap
+ * checks the options of thousands of jobs against the same few tables.
+ */
+const tableKeys = new WeakMap<object, readonly string[]>();
+const nameSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+function keysOf(rules: object): readonly string[] {
+  let keys = tableKeys.get(rules);
+  if (keys === undefined) tableKeys.set(rules, (keys = Object.keys(rules)));
+  return keys;
+}
+
+function namesOf(names: readonly string[]): ReadonlySet<string> {
+  let set = nameSets.get(names);
+  if (set === undefined) nameSets.set(names, (set = new Set(names)));
+  return set;
 }
 
 /** The error for a value that breaks a rule, e.g. `"every" must be an integer number of milliseconds ≥ 1, got -5`. */
