@@ -94,6 +94,7 @@ describe('the tarball', () => {
       'node:async_hooks',
       'node:crypto',
       'node:diagnostics_channel',
+      'node:os',
       'node:timers',
       'node:util',
     ]);

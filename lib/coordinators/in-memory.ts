@@ -1,4 +1,12 @@
-import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator-port.js';
+import type {
+  PeriodicCoordinator,
+  PeriodicFleetMember,
+  PeriodicFleetSchedule,
+  PeriodicHeartbeat,
+  PeriodicHeartbeatReply,
+  PeriodicLeaseHeld,
+  PeriodicScheduleWrite,
+} from '../scheduler/coordinator-port.js';
 import { now } from '../scheduler/deadline-timer.js';
 import { checkedOptions } from '../scheduler/rules.js';
 import { LEASE_MS } from './replies.js';
@@ -22,6 +30,8 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   protected readonly leases = new Map<string, { owner: string; expiresAt: number }>();
   private readonly tokens = new Map<string, number>();
   private readonly schedules = new Map<string, PeriodicFleetSchedule>();
+  /** The members of the fleet, with the expiry of their records. */
+  private readonly members = new Map<string, { member: PeriodicFleetMember; expiresAt: number }>();
 
   constructor(options: InMemoryCoordinatorOptions = {}) {
     const where = 'new InMemoryCoordinator()';
@@ -63,6 +73,53 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
     const { grid, last, next } = schedule;
     this.schedules.set(name, { grid, last, next });
     return true;
+  }
+
+  /**
+   * The heartbeat as the batched steps are made of the steps for one job (which subclasses of tests may make
+   * fail): each renewal and each taking is one of them.
+   */
+  async heartbeat({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
+    const { owner } = member;
+    this.members.set(owner, { member, expiresAt: now() + this.leaseMs });
+    const renewed = await Promise.all(
+      renew.map(({ name, fencingToken }) =>
+        this.tokens.get(name) === fencingToken ? this.renew(name, owner) : false,
+      ),
+    );
+    const take = async (name: string) => {
+      const fencingToken = await this.acquire(name, owner);
+      if (fencingToken === 0) return null;
+      try {
+        return { fencingToken, schedule: await this.readSchedule(name) };
+      } catch (error) {
+        // As in one step: a lease is not taken without its schedule.
+        await this.release(name, owner);
+        throw error;
+      }
+    };
+    const acquired = await Promise.all(acquire.map(take));
+    const members: PeriodicFleetMember[] = [];
+    for (const [key, { member: live, expiresAt }] of this.members) {
+      if (expiresAt > now()) members.push({ ...live });
+      else this.members.delete(key);
+    }
+    return { members, renewed, acquired };
+  }
+
+  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+    return Promise.all(
+      writes.map(({ name, fencingToken, schedule }) =>
+        this.writeSchedule(name, owner, fencingToken, schedule),
+      ),
+    );
+  }
+
+  async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
+    for (const { name, fencingToken } of leases) {
+      if (this.tokens.get(name) === fencingToken) await this.release(name, owner);
+    }
+    if (leave) this.members.delete(owner);
   }
 
   /** The owner holding the lease of `name` now, if any. */

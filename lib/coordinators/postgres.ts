@@ -1,5 +1,12 @@
 import type { EventEmitter } from 'node:events';
-import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator-port.js';
+import type {
+  PeriodicCoordinator,
+  PeriodicFleetSchedule,
+  PeriodicHeartbeat,
+  PeriodicHeartbeatReply,
+  PeriodicLeaseHeld,
+  PeriodicScheduleWrite,
+} from '../scheduler/coordinator-port.js';
 import { describeValue } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import { integerReply, LEASE_MS } from './replies.js';
@@ -23,6 +30,8 @@ export interface PostgresCoordinatorOptions {
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+/** The table's name: short enough for the names of the tables beside it (`<table>_members`) to be whole. */
+const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,54}$/;
 
 const RULES = {
   pool: {
@@ -35,11 +44,17 @@ const RULES = {
   table: {
     accepts: (value) => {
       const parts = typeof value === 'string' ? value.split('.') : [];
-      return parts.length >= 1 && parts.length <= 2 && parts.every((part) => IDENTIFIER.test(part));
+      const table = parts.at(-1) ?? '';
+      return (
+        parts.length >= 1 &&
+        parts.length <= 2 &&
+        TABLE.test(table) &&
+        parts.every((part) => IDENTIFIER.test(part))
+      );
     },
     expected:
-      'a plain SQL identifier, or schema.table, of letters, digits and _ (at most 63 each, not starting with ' +
-      "a digit), such as 'periodic_leases'",
+      'a plain SQL identifier, or schema.table, of letters, digits and _ (the table at most 55, the schema at ' +
+      "most 63, not starting with a digit), such as 'periodic_leases'",
   },
   leaseMs: LEASE_MS,
 } satisfies Record<keyof PostgresCoordinatorOptions, OptionRule>;
@@ -54,6 +69,8 @@ const RULES = {
 export class PostgresCoordinator implements PeriodicCoordinator {
   /** The table, quoted: `"schema"."table"`. */
   readonly table: string;
+  /** The table of the fleet's members, beside it: `"schema"."table_members"`. */
+  readonly #members: string;
   /** How long a lease lasts unless renewed, in ms. */
   readonly leaseMs: number;
   readonly #pool: PostgresQueryable;
@@ -72,10 +89,13 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     // listener for 'error' throws it: the whole process would go down with the database. The next statement
     // fails and is reported by the scheduler, so this listener only keeps the process up.
     (pool as Partial<Pick<EventEmitter, 'on'>>).on?.('error', () => undefined);
-    this.table = table
-      .split('.')
-      .map((part) => `"${part}"`)
-      .join('.');
+    const quoted = (name: string) =>
+      name
+        .split('.')
+        .map((part) => `"${part}"`)
+        .join('.');
+    this.table = quoted(table);
+    this.#members = quoted(`${table}_members`);
     this.leaseMs = leaseMs;
   }
 
@@ -146,6 +166,114 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     return rows.length === 1;
   }
 
+  /**
+   * One statement: the member's record (and the expired ones forgotten), the renewals, and the leases to acquire
+   * (taken if free), each lease taken with its schedule.
+   */
+  async heartbeat({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
+    const lease = `clock_timestamp() + $4::integer * interval '1 millisecond'`;
+    const floor = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
+    const taken =
+      'lease.name, lease.owner, lease.fencing_token, lease.grid, lease.last_slot, lease.next_slot';
+    const rows = (await this.#query(
+      `WITH member AS (
+         INSERT INTO ${this.#members} (owner, replica, jobs, expires_at) VALUES ($1, $2, $3, ${lease})
+         ON CONFLICT (owner) DO UPDATE
+           SET replica = excluded.replica, jobs = excluded.jobs, expires_at = excluded.expires_at
+         RETURNING owner
+       ), forgotten AS (
+         DELETE FROM ${this.#members} WHERE expires_at <= clock_timestamp() AND owner <> $1 RETURNING owner
+       ), renewed AS (
+         UPDATE ${this.table} AS lease SET expires_at = ${lease}
+         FROM unnest($5::text[], $6::bigint[]) AS held(name, token)
+         WHERE lease.name = held.name AND lease.owner = $1 AND lease.fencing_token = held.token
+           AND lease.expires_at > clock_timestamp()
+         RETURNING lease.name
+       ), acquired AS (
+         INSERT INTO ${this.table} AS lease (name, owner, expires_at, fencing_token)
+         SELECT name, $1, ${lease}, ${floor} FROM unnest($7::text[]) AS wanted(name)
+         ON CONFLICT (name) DO UPDATE
+           SET owner = excluded.owner, expires_at = excluded.expires_at,
+               fencing_token = greatest(lease.fencing_token + 1, excluded.fencing_token)
+           WHERE lease.owner IS NULL OR lease.expires_at <= clock_timestamp()
+         RETURNING ${taken}
+       )
+       SELECT 'member' AS kind, owner AS name, replica, jobs, NULL::bigint AS fencing_token,
+              NULL::text AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot
+         FROM ${this.#members} WHERE expires_at > clock_timestamp() AND owner <> $1
+       UNION ALL SELECT 'member', $1, $2, $3, NULL, NULL, NULL, NULL
+       UNION ALL SELECT 'renewed', name, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
+       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM acquired`,
+      [
+        member.owner,
+        member.replica,
+        member.jobs,
+        this.leaseMs,
+        renew.map(({ name }) => name),
+        renew.map(({ fencingToken }) => fencingToken),
+        acquire,
+      ],
+    )) as HeartbeatRow[];
+    const renewed = new Set(rows.filter((row) => row.kind === 'renewed').map((row) => row.name));
+    const acquired = new Map(rows.filter((row) => row.kind === 'acquired').map((row) => [row.name, row]));
+    return {
+      members: rows
+        .filter((row) => row.kind === 'member')
+        .map(({ name, replica, jobs }) => ({ owner: name, replica: String(replica), jobs: String(jobs) })),
+      renewed: renew.map(({ name }) => renewed.has(name)),
+      acquired: acquire.map((name) => {
+        const row = acquired.get(name);
+        if (row === undefined) return null;
+        return {
+          fencingToken: integerReply('heartbeat', row.fencing_token),
+          schedule:
+            row.grid === null
+              ? null
+              : {
+                  grid: String(row.grid),
+                  last: integerReply('heartbeat', row.last_slot),
+                  next: integerReply('heartbeat', row.next_slot),
+                },
+        };
+      }),
+    };
+  }
+
+  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+    const rows = (await this.#query(
+      `UPDATE ${this.table} AS lease SET grid = written.grid, last_slot = written.last, next_slot = written.next
+       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[])
+         AS written(name, token, grid, last, next)
+       WHERE lease.name = written.name AND lease.owner = $1 AND lease.fencing_token = written.token
+         AND lease.expires_at > clock_timestamp() AND (lease.grid IS NULL OR lease.last_slot <= written.last)
+       RETURNING lease.name`,
+      [
+        owner,
+        writes.map(({ name }) => name),
+        writes.map(({ fencingToken }) => fencingToken),
+        writes.map(({ schedule }) => schedule.grid),
+        writes.map(({ schedule }) => schedule.last),
+        writes.map(({ schedule }) => schedule.next),
+      ],
+    )) as { name: string }[];
+    const taken = new Set(rows.map((row) => row.name));
+    return writes.map(({ name }) => taken.has(name));
+  }
+
+  async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
+    await this.#query(
+      `WITH released AS (
+         UPDATE ${this.table} AS lease SET owner = NULL, expires_at = clock_timestamp()
+         FROM unnest($2::text[], $3::bigint[]) AS held(name, token)
+         WHERE lease.name = held.name AND lease.owner = $1 AND lease.fencing_token = held.token
+           AND lease.expires_at > clock_timestamp()
+         RETURNING lease.name
+       )
+       DELETE FROM ${this.#members} WHERE $4::boolean AND owner = $1`,
+      [owner, leases.map(({ name }) => name), leases.map(({ fencingToken }) => fencingToken), leave],
+    );
+  }
+
   /** The statement's rows, once the table exists. */
   async #query(text: string, values: unknown[]): Promise<unknown[]> {
     await (this.#created ??= this.#create());
@@ -156,22 +284,47 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     return result.rows;
   }
 
-  /** Creates the table if it is missing; replicas that start together may race, and the loser tries again. */
+  /**
+   * Creates the tables if they are missing, and adds the columns a table of an earlier version lacks; replicas
+   * that start together may race, and the loser tries again.
+   */
   async #create(): Promise<void> {
-    const create = `CREATE TABLE IF NOT EXISTS ${this.table} (
-      name text PRIMARY KEY,
-      owner text,
-      expires_at timestamptz NOT NULL,
-      fencing_token bigint NOT NULL,
-      grid text,
-      last_slot bigint NOT NULL DEFAULT 0,
-      next_slot bigint NOT NULL DEFAULT 0
-    )`;
+    const statements = [
+      `CREATE TABLE IF NOT EXISTS ${this.table} (
+        name text PRIMARY KEY,
+        owner text,
+        expires_at timestamptz NOT NULL,
+        fencing_token bigint NOT NULL,
+        grid text,
+        last_slot bigint NOT NULL DEFAULT 0,
+        next_slot bigint NOT NULL DEFAULT 0
+      )`,
+      `CREATE TABLE IF NOT EXISTS ${this.#members} (
+        owner text PRIMARY KEY,
+        replica text NOT NULL,
+        jobs text NOT NULL,
+        expires_at timestamptz NOT NULL
+      )`,
+    ];
     try {
-      await this.#pool.query(create).catch(() => this.#pool.query(create));
+      for (const statement of statements) {
+        await this.#pool.query(statement).catch(() => this.#pool.query(statement));
+      }
     } catch (error) {
       this.#created = undefined;
       throw error;
     }
   }
+}
+
+/** A row of a heartbeat's answer: a member, a renewal, or a lease taken. */
+interface HeartbeatRow {
+  kind: 'member' | 'renewed' | 'acquired';
+  name: string;
+  replica: unknown;
+  jobs: unknown;
+  fencing_token: unknown;
+  grid: unknown;
+  last_slot: unknown;
+  next_slot: unknown;
 }

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import type { PeriodicCoordinator, PeriodicFleetSchedule } from '../scheduler/coordinator-port.js';
+import type {
+  PeriodicCoordinator,
+  PeriodicFleetMember,
+  PeriodicFleetSchedule,
+  PeriodicHeartbeat,
+  PeriodicHeartbeatReply,
+  PeriodicLeaseHeld,
+  PeriodicScheduleWrite,
+} from '../scheduler/coordinator-port.js';
 import { describeValue, isError } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import { integerReply, LEASE_MS } from './replies.js';
@@ -69,6 +77,120 @@ return 1`;
 /** KEYS: the hash; ARGV: job name. The job's schedule as [last, next, grid], each nil if missing. */
 const READ_SCHEDULE = `return redis.call('HMGET', KEYS[1], 'last:' .. ARGV[1], 'next:' .. ARGV[1], 'grid:' .. ARGV[1])`;
 
+/**
+ * The members of the fleet, kept in the hash: the field `members` lists their owners, one per line, and the field
+ * `member:<owner>` holds each one's record (its expiry in ms on Redis's clock, a tab, its name, a tab, its jobs).
+ * ARGV[1] is the owner of the replica that runs the script. MEMBERS(nowMs) forgets the expired records and
+ * returns the live members as owner, name-and-jobs pairs; LEAVE() forgets the replica's record.
+ */
+const MEMBERS = `local function members(nowMs, record)
+  local list = redis.call('HGET', KEYS[1], 'members') or ''
+  local live, found, seen = {}, {}, false
+  for other in string.gmatch(list, '[^\\n]+') do
+    local stored = record
+    if other ~= ARGV[1] then stored = redis.call('HGET', KEYS[1], 'member:' .. other) end
+    local tab = stored and string.find(stored, '\t', 1, true)
+    if tab and tonumber(string.sub(stored, 1, tab - 1)) > nowMs then
+      live[#live + 1] = other
+      found[#found + 1] = other
+      found[#found + 1] = string.sub(stored, tab + 1)
+      if other == ARGV[1] then seen = true end
+    else
+      redis.call('HDEL', KEYS[1], 'member:' .. other)
+    end
+  end
+  if record and not seen then
+    live[#live + 1] = ARGV[1]
+    found[#found + 1] = ARGV[1]
+    found[#found + 1] = string.sub(record, string.find(record, '\t', 1, true) + 1)
+  end
+  local joined = table.concat(live, '\\n')
+  if joined ~= list then redis.call('HSET', KEYS[1], 'members', joined) end
+  return found
+end
+`;
+
+/**
+ * KEYS: the hash, then the lease keys of the renewals and of the leases to acquire. ARGV: owner, replica, jobs,
+ * leaseMs, the number of renewals, their tokens, then the job names in the order of KEYS. Writes the member's
+ * record and forgets the expired ones; renews each lease the owner holds with that token; takes each lease to
+ * acquire that is free, as ACQUIRE does. Returns the live members as owner, record pairs; a 1 or 0 per renewal;
+ * and per lease taken or not, its token (0 when not taken) and its schedule's last, next and grid (empty when
+ * none).
+ */
+const HEARTBEAT = `${MEMBERS}
+local owner, leaseMs, renewing = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5])
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local floor = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local record = string.format('%d', nowMs + leaseMs) .. '\t' .. ARGV[2] .. '\t' .. ARGV[3]
+redis.call('HSET', KEYS[1], 'member:' .. owner, record)
+local live = members(nowMs, record)
+local names = 5 + renewing
+local renewed = {}
+for i = 1, renewing do
+  local name = ARGV[names + i]
+  if redis.call('GET', KEYS[1 + i]) == owner and redis.call('HGET', KEYS[1], 'token:' .. name) == ARGV[5 + i] then
+    redis.call('PEXPIRE', KEYS[1 + i], leaseMs)
+    renewed[i] = 1
+  else
+    renewed[i] = 0
+  end
+end
+local acquired = {}
+for i = 1, #KEYS - 1 - renewing do
+  local key, name = KEYS[1 + renewing + i], ARGV[names + renewing + i]
+  if redis.call('SET', key, owner, 'NX', 'PX', leaseMs) then
+    local field = 'token:' .. name
+    local token = math.max(tonumber(redis.call('HGET', KEYS[1], field) or '0') + 1, floor)
+    redis.call('HSET', KEYS[1], field, string.format('%d', token))
+    local schedule = redis.call('HMGET', KEYS[1], 'last:' .. name, 'next:' .. name, 'grid:' .. name)
+    acquired[#acquired + 1] = string.format('%d', token)
+    for j = 1, 3 do acquired[#acquired + 1] = schedule[j] or '' end
+  else
+    for j = 1, 4 do acquired[#acquired + 1] = '' end
+    acquired[#acquired - 3] = '0'
+  end
+end
+return {live, renewed, acquired}`;
+
+/**
+ * KEYS: the hash, then the lease keys; ARGV: owner, then per write its job name, token, last, next and grid.
+ * Writes each schedule as WRITE_SCHEDULE does: a 1 or 0 for each.
+ */
+const WRITE_SCHEDULES = `local taken = {}
+for i = 1, #KEYS - 1 do
+  local at = 1 + (i - 1) * 5
+  local name, last = ARGV[at + 1], ARGV[at + 3]
+  if redis.call('GET', KEYS[1 + i]) ~= ARGV[1]
+    or redis.call('HGET', KEYS[1], 'token:' .. name) ~= ARGV[at + 2]
+    or tonumber(last) < tonumber(redis.call('HGET', KEYS[1], 'last:' .. name) or '0') then
+    taken[i] = 0
+  else
+    redis.call('HSET', KEYS[1], 'last:' .. name, last, 'next:' .. name, ARGV[at + 4], 'grid:' .. name, ARGV[at + 5])
+    taken[i] = 1
+  end
+end
+return taken`;
+
+/**
+ * KEYS: the hash, then the lease keys; ARGV: owner, leave (1 or 0), then per lease its job name and token.
+ * Deletes each lease the owner holds with that token; with leave, forgets the owner's member record.
+ */
+const RELEASE_ALL = `${MEMBERS}
+for i = 1, #KEYS - 1 do
+  local name, token = ARGV[1 + 2 * i], ARGV[2 + 2 * i]
+  if redis.call('GET', KEYS[1 + i]) == ARGV[1] and redis.call('HGET', KEYS[1], 'token:' .. name) == token then
+    redis.call('DEL', KEYS[1 + i])
+  end
+end
+if ARGV[2] == '1' then
+  redis.call('HDEL', KEYS[1], 'member:' .. ARGV[1])
+  local time = redis.call('TIME')
+  members(tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000), nil)
+end
+return 1`;
+
 const RULES = {
   client: {
     accepts: (value) => {
@@ -94,11 +216,14 @@ export class RedisCoordinator implements PeriodicCoordinator {
   /** How long a lease lasts unless renewed, in ms. */
   readonly leaseMs: number;
   readonly #client: RedisClient;
-  readonly #acquire: (...args: (string | number)[]) => Promise<unknown>;
-  readonly #renew: (...args: (string | number)[]) => Promise<unknown>;
-  readonly #release: (...args: (string | number)[]) => Promise<unknown>;
-  readonly #readSchedule: (...args: (string | number)[]) => Promise<unknown>;
-  readonly #writeSchedule: (...args: (string | number)[]) => Promise<unknown>;
+  readonly #acquire;
+  readonly #renew;
+  readonly #release;
+  readonly #readSchedule;
+  readonly #writeSchedule;
+  readonly #heartbeat = this.#script(HEARTBEAT);
+  readonly #writeSchedules = this.#script(WRITE_SCHEDULES);
+  readonly #releaseAll = this.#script(RELEASE_ALL);
 
   constructor(options: RedisCoordinatorOptions) {
     const where = 'new RedisCoordinator()';
@@ -107,31 +232,31 @@ export class RedisCoordinator implements PeriodicCoordinator {
     this.#client = client;
     this.keyPrefix = keyPrefix;
     this.leaseMs = leaseMs;
-    this.#acquire = this.#script(ACQUIRE, 2);
-    this.#renew = this.#script(RENEW, 1);
-    this.#release = this.#script(RELEASE, 1);
-    this.#readSchedule = this.#script(READ_SCHEDULE, 1);
-    this.#writeSchedule = this.#script(WRITE_SCHEDULE, 2);
+    this.#acquire = this.#script(ACQUIRE);
+    this.#renew = this.#script(RENEW);
+    this.#release = this.#script(RELEASE);
+    this.#readSchedule = this.#script(READ_SCHEDULE);
+    this.#writeSchedule = this.#script(WRITE_SCHEDULE);
   }
 
   async acquire(name: string, owner: string): Promise<number> {
     const { keyPrefix } = this;
     return integerReply(
       'acquire',
-      await this.#acquire(keyPrefix + name, keyPrefix, owner, this.leaseMs, name),
+      await this.#acquire(2, this.#lease(name), keyPrefix, owner, this.leaseMs, name),
     );
   }
 
   async renew(name: string, owner: string): Promise<boolean> {
-    return integerReply('renew', await this.#renew(this.keyPrefix + name, owner, this.leaseMs), 1) === 1;
+    return integerReply('renew', await this.#renew(1, this.#lease(name), owner, this.leaseMs), 1) === 1;
   }
 
   async release(name: string, owner: string): Promise<boolean> {
-    return integerReply('release', await this.#release(this.keyPrefix + name, owner), 1) === 1;
+    return integerReply('release', await this.#release(1, this.#lease(name), owner), 1) === 1;
   }
 
   async readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
-    const reply = await this.#readSchedule(this.keyPrefix, name);
+    const reply = await this.#readSchedule(1, this.keyPrefix, name);
     const [last, next, grid] = Array.isArray(reply) ? (reply as unknown[]) : [];
     // Lua turns the nil of a missing field into false; a client may give null.
     if (grid === null || grid === false) return null;
@@ -148,14 +273,92 @@ export class RedisCoordinator implements PeriodicCoordinator {
     const { keyPrefix } = this;
     const args = [owner, fencingToken, name, last, next, grid];
     return (
-      integerReply('writeSchedule', await this.#writeSchedule(keyPrefix + name, keyPrefix, ...args), 1) === 1
+      integerReply(
+        'writeSchedule',
+        await this.#writeSchedule(2, this.#lease(name), keyPrefix, ...args),
+        1,
+      ) === 1
     );
   }
 
-  /** A script run by its SHA1 (`EVALSHA`), sent whole (`EVAL`) when Redis does not have it yet. */
-  #script(source: string, keys: number): (...args: (string | number)[]) => Promise<unknown> {
+  async heartbeat({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
+    const keys = [
+      this.keyPrefix,
+      ...renew.map(({ name }) => this.#lease(name)),
+      ...acquire.map((name) => this.#lease(name)),
+    ];
+    const args = [
+      member.owner,
+      member.replica,
+      member.jobs,
+      this.leaseMs,
+      renew.length,
+      ...renew.map(({ fencingToken }) => fencingToken),
+      ...renew.map(({ name }) => name),
+      ...acquire,
+    ];
+    const reply = await this.#heartbeat(keys.length, ...keys, ...args);
+    const [members, renewed, acquired] = Array.isArray(reply) ? (reply as unknown[][]) : [];
+    if (!Array.isArray(members) || !Array.isArray(renewed) || !Array.isArray(acquired)) {
+      throw new Error(`Redis answered ${describeValue(reply)} to a heartbeat`);
+    }
+    return {
+      members: pairs(members).map(([owner, record]) => {
+        const [replica, jobs] = String(record).split('\t');
+        return { owner: String(owner), replica, jobs: jobs ?? '' } satisfies PeriodicFleetMember;
+      }),
+      renewed: renewed.map((ok) => integerReply('heartbeat', ok, 1) === 1),
+      acquired: acquire.map((_, i) => {
+        const [token, last, next, grid] = acquired.slice(i * 4, i * 4 + 4);
+        const fencingToken = integerReply('heartbeat', token);
+        if (fencingToken === 0) return null;
+        const schedule =
+          grid === '' || grid === undefined
+            ? null
+            : {
+                grid: String(grid),
+                last: integerReply('heartbeat', last),
+                next: integerReply('heartbeat', next),
+              };
+        return { fencingToken, schedule };
+      }),
+    };
+  }
+
+  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+    const keys = [this.keyPrefix, ...writes.map(({ name }) => this.#lease(name))];
+    const args = writes.flatMap(({ name, fencingToken, schedule: { last, next, grid } }) => [
+      name,
+      fencingToken,
+      last,
+      next,
+      grid,
+    ]);
+    const reply = await this.#writeSchedules(keys.length, ...keys, owner, ...args);
+    if (!Array.isArray(reply) || reply.length !== writes.length) {
+      throw new Error(`Redis answered ${describeValue(reply)} to writeSchedules`);
+    }
+    return reply.map((taken) => integerReply('writeSchedules', taken, 1) === 1);
+  }
+
+  async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
+    const keys = [this.keyPrefix, ...leases.map(({ name }) => this.#lease(name))];
+    const args = leases.flatMap(({ name, fencingToken }) => [name, fencingToken]);
+    await this.#releaseAll(keys.length, ...keys, owner, leave ? 1 : 0, ...args);
+  }
+
+  /** The key of the lease of job `name`. */
+  #lease(name: string): string {
+    return `${this.keyPrefix}${name}`;
+  }
+
+  /**
+   * A script run by its SHA1 (`EVALSHA`), sent whole (`EVAL`) when Redis does not have it yet; its first argument
+   * is the number of keys.
+   */
+  #script(source: string): (keys: number, ...args: (string | number)[]) => Promise<unknown> {
     const sha1 = createHash('sha1').update(source).digest('hex');
-    return async (...args) => {
+    return async (keys, ...args) => {
       try {
         return await this.#client.evalsha(sha1, keys, ...args);
       } catch (error) {
@@ -164,4 +367,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
       }
     };
   }
+}
+
+/** A flat list of pairs, as Redis answers a hash: [[key, value], …]. */
+function pairs(flat: unknown[]): [unknown, unknown][] {
+  const result: [unknown, unknown][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) result.push([flat[i], flat[i + 1]]);
+  return result;
 }

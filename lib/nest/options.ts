@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import { StoreLog } from '../scheduler/coordinator-port.js';
+import { Replica } from '../scheduler/replica.js';
 import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
 import {
   JOB_OPTION_NAMES,
@@ -132,7 +133,7 @@ function jobOverrides(where: string, jobs: PeriodicModuleOptions['jobs']): Resol
 @Injectable()
 export class ModuleSettings {
   #settled: ResolvedModuleOptions | undefined;
-  #storeLog: StoreLog | undefined;
+  #replica: Replica | undefined;
 
   /** @param given the options of an import, which the module's parts wait for when they are made. */
   constructor(
@@ -150,16 +151,17 @@ export class ModuleSettings {
   }
 
   /**
-   * Where the failures of the module's coordinator are reported, whatever `logger` says: they stop exclusive
-   * jobs. One for the application, so that its jobs together report at most once per lease period.
+   * This replica in the fleet of the module's coordinator, for all the exclusive jobs of the application: their
+   * leases are renewed and taken together, and the store's failures are logged at most once per lease period,
+   * whatever `logger` says (they stop exclusive jobs).
    */
-  get storeLog(): StoreLog | undefined {
+  get replica(): Replica | undefined {
     const { coordinator } = this.options;
     if (coordinator === undefined) return undefined;
-    if (this.#storeLog?.coordinator !== coordinator) {
-      this.#storeLog = new StoreLog(coordinator, new Logger(LOGGER_CONTEXT));
+    if (this.#replica?.calls.coordinator !== coordinator) {
+      this.#replica = new Replica(new StoreLog(coordinator, new Logger(LOGGER_CONTEXT)));
     }
-    return this.#storeLog;
+    return this.#replica;
   }
 }
 

@@ -120,7 +120,7 @@ export class PeriodicRegistry {
     options.mode ??= mode;
     options.coordinator = coordinator;
     options.run = this.telemetry.traced(options.run);
-    return new PeriodicScheduler(options, this.events, { where, storeLog: this.settings.storeLog, method });
+    return new PeriodicScheduler(options, this.events, { where, replica: this.settings.replica, method });
   }
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */

@@ -14,12 +14,59 @@ export interface PeriodicFleetSchedule {
   next: number;
 }
 
+/** A replica of the fleet as its heartbeat leaves it in the store (docs/replicas.md, "Coordination at scale"). */
+export interface PeriodicFleetMember {
+  /** The replica's session: the owner of its leases, one for each run of a process. */
+  owner: string;
+  /** The replica's name, as status and logs show it. */
+  replica: string;
+  /** A digest of the names of the exclusive jobs the replica has: replicas with the same jobs have the same. */
+  jobs: string;
+}
+
+/** A lease an owner holds, with the fencing token of its holding. */
+export interface PeriodicLeaseHeld {
+  name: string;
+  fencingToken: number;
+}
+
+/** What one heartbeat of a replica asks of the store, in one atomic step (or one round trip of them). */
+export interface PeriodicHeartbeat {
+  /** Written with an expiry `leaseMs` from the store's clock; members whose record expired are forgotten. */
+  member: PeriodicFleetMember;
+  /** Leases to extend by `leaseMs`, each if `member.owner` still holds it with that token. */
+  renew: PeriodicLeaseHeld[];
+  /** Leases to take for `member.owner`, each if no one holds it. */
+  acquire: string[];
+}
+
+/** What the store answers a heartbeat. */
+export interface PeriodicHeartbeatReply {
+  /** The members whose records have not expired, the one that sent the heartbeat included. */
+  members: PeriodicFleetMember[];
+  /** For each entry of `renew`, in order: whether it was still held, and is renewed. */
+  renewed: boolean[];
+  /**
+   * For each entry of `acquire`, in order: the new holding (its fencing token, as `acquire` issues it, and the
+   * job's schedule as `readSchedule` reads it), or null when it was not taken.
+   */
+  acquired: ({ fencingToken: number; schedule: PeriodicFleetSchedule | null } | null)[];
+}
+
+/** A write of a job's schedule by the owner of its lease, as `writeSchedule` makes it. */
+export interface PeriodicScheduleWrite extends PeriodicLeaseHeld {
+  schedule: PeriodicFleetSchedule;
+}
+
 /**
  * A store that the replicas of an application share, holding the leases of its `exclusive` jobs (one lease per
  * job name, held by one owner at a time) and each job's schedule. Each method is one atomic step in the store.
- * The package ships
- * `InMemoryCoordinator`, `RedisCoordinator` and `PostgresCoordinator`; an application may write its own
- * (docs/replicas.md shows one), and check it with the contract in `test/coordinators/contract.ts`.
+ * The package ships `InMemoryCoordinator`, `RedisCoordinator` and `PostgresCoordinator`; an application may write
+ * its own (docs/replicas.md shows one), and check it with the contract in `test/coordinators/contract.ts`.
+ *
+ * The steps for one job are required. The batched steps, `heartbeat`, `writeSchedules` and `releaseAll`, are what
+ * keeps a fleet's traffic to the store independent of the number of jobs and spreads the jobs over the
+ * replicas; a coordinator without them works as one replica alone, with a command per job.
  */
 export interface PeriodicCoordinator {
   /** How long a lease lasts from the moment it is taken or renewed, in integer milliseconds. */
@@ -47,6 +94,18 @@ export interface PeriodicCoordinator {
     fencingToken: number,
     schedule: PeriodicFleetSchedule,
   ): Promise<boolean>;
+  /**
+   * One replica's heartbeat, in one step: its member record, the renewal of the leases it holds, and the taking
+   * of those it should hold. The owner of a lease is the member's session; a renewal checks the token too.
+   */
+  heartbeat?(request: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply>;
+  /** Several writes of `writeSchedule` in one step: for each, in order, whether the store took it. */
+  writeSchedules?(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]>;
+  /**
+   * Gives up `leases`, each if `owner` still holds it with that token; with `leave`, also forgets the member
+   * `owner`, so that the others take its share of the jobs at their next heartbeat.
+   */
+  releaseAll?(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void>;
 }
 
 /** Where the failures of a coordinator are reported, and their end. */
@@ -106,13 +165,15 @@ export class StoreLog {
 }
 
 /**
- * The calls the engine makes to a coordinator. A reply of the wrong type (a token that is not a safe integer,
- * an answer that is not a boolean) is a failure, never a lease; every failure is logged at most once per
- * `leaseMs`, with a count of those in between, and the first success after failures is logged once.
+ * The calls a replica makes to its coordinator: a heartbeat, writes of schedules and releases, each in one step
+ * where the coordinator has the batched steps, and made of the steps for one job where it has not (then the
+ * replica is a fleet of one: every replica competes for every job, as each job's lease does on its own). A
+ * reply of the wrong shape (a token that is not a safe integer, an answer that is not a boolean) is a failure,
+ * never a lease. Every failure goes to the replica's {@link StoreLog}.
  */
-export class CoordinatorCalls {
-  private readonly coordinator: PeriodicCoordinator;
-  /** Set once the lease is released: answers that come later (a command still out) are not reported. */
+export class StoreCalls {
+  readonly coordinator: PeriodicCoordinator;
+  /** Set once the replica has left: answers that come later (a command still out) are not reported. */
   private silent = false;
 
   constructor(private readonly store: StoreLog) {
@@ -123,58 +184,97 @@ export class CoordinatorCalls {
     return this.coordinator.leaseMs;
   }
 
-  acquire(name: string, owner: string): Promise<number> {
-    return this.call('acquire', name, () => this.coordinator.acquire(name, owner), TOKEN);
+  /** Whether the coordinator spreads jobs over the replicas: it has the batched steps. */
+  get batched(): boolean {
+    const { heartbeat, writeSchedules, releaseAll } = this.coordinator;
+    return [heartbeat, writeSchedules, releaseAll].every((step) => typeof step === 'function');
   }
 
-  renew(name: string, owner: string): Promise<boolean> {
-    return this.call('renew', name, () => this.coordinator.renew(name, owner), BOOLEAN);
-  }
-
-  release(name: string, owner: string): Promise<boolean> {
-    return this.call('release', name, () => this.coordinator.release(name, owner), BOOLEAN);
-  }
-
-  readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
+  /**
+   * Sends a heartbeat. Made of the steps for one job, a step that fails leaves the others (each job's lease on its
+   * own, as with no batched steps): its renewal counts as failed (`failed`), its taking as not taken, and the
+   * failure is reported.
+   */
+  async heartbeat(request: PeriodicHeartbeat): Promise<HeartbeatAnswer> {
     const { coordinator } = this;
-    return this.call('readSchedule', name, () => this.within(coordinator.readSchedule(name)), SCHEDULE);
-  }
-
-  writeSchedule(
-    name: string,
-    owner: string,
-    fencingToken: number,
-    schedule: PeriodicFleetSchedule,
-  ): Promise<boolean> {
-    const { coordinator } = this;
-    return this.call(
-      'writeSchedule',
-      name,
-      () => this.within(coordinator.writeSchedule(name, owner, fencingToken, schedule)),
-      BOOLEAN,
+    const what = heartbeatWhat(request);
+    if (this.batched) {
+      return this.call(
+        what,
+        () => coordinator.heartbeat!(request),
+        (reply) => heartbeatProblem(request, reply),
+      );
+    }
+    const answer = await this.call<HeartbeatAnswer>(
+      what,
+      () => heartbeatOneByOne(coordinator, request),
+      () => undefined,
+      (reply) => reply.failures?.length === 0,
     );
+    for (const [step, error] of answer.failures ?? []) this.failed(step, error);
+    return answer;
+  }
+
+  /**
+   * Writes schedules; a store that has not answered within `leaseMs / 3` fails them all (a tick waits for its
+   * claim, and would otherwise hold its job up for ever while its lease is renewed).
+   */
+  writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+    const what = `writing the schedule of ${names(writes)}`;
+    const { coordinator } = this;
+    const send = this.batched
+      ? () => coordinator.writeSchedules!(owner, writes)
+      : () =>
+          Promise.all(
+            writes.map(({ name, fencingToken, schedule }) =>
+              coordinator.writeSchedule(name, owner, fencingToken, schedule),
+            ),
+          );
+    const problem = (reply: unknown) =>
+      Array.isArray(reply) && reply.length === writes.length && reply.every((ok) => typeof ok === 'boolean')
+        ? undefined
+        : `writeSchedules() answered ${describeValue(reply)}, not a boolean per write (${writes.length})`;
+    return this.call(what, () => this.within(send()), problem);
+  }
+
+  /** Releases leases, and with `leave` the member's record; waits for the store at most `leaseMs / 3`. */
+  releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
+    const what = `releasing the lease of ${names(leases)}`;
+    const { coordinator } = this;
+    const send = this.batched
+      ? () => coordinator.releaseAll!(owner, leases, leave)
+      : () => Promise.all(leases.map(({ name }) => coordinator.release(name, owner))).then(() => undefined);
+    return this.call(
+      what,
+      () => this.within(send()),
+      () => undefined,
+    ) as Promise<void>;
+  }
+
+  /** The replica has left (or joins again): nothing the store answers from now on is reported (or it is). */
+  silence(silent = true): void {
+    this.silent = silent;
   }
 
   /**
    * Sends one command and checks its reply. A command that has not answered within `leaseMs / 3` of being sent
    * is reported as failed then, and again each lease period while it still has not, whatever the driver does
    * with it meanwhile (ioredis queues commands while it reconnects, and fails them only after many attempts);
-   * its answer is still awaited.
+   * its answer is still awaited. `problem` says what is wrong with a reply, if anything.
    */
   private async call<T>(
-    step: keyof typeof STEPS,
-    name: string,
-    send: () => Promise<T>,
-    reply: { accepts(value: unknown): value is T; expected: string },
+    what: string,
+    send: () => Promise<unknown>,
+    problem: (reply: unknown) => string | undefined,
+    answers: (reply: T) => boolean = () => true,
   ): Promise<T> {
-    const what = `${STEPS[step]} "${name}"`;
     const limit = this.coordinator.leaseMs / 3;
     // A command that hangs is reported as such, not again when the driver gives up on it.
     let hanging = false;
     const sent = now();
     const hung = new DeadlineTimer({
       onDeadline: () => {
-        // A replica done with the lease reports nothing more, and keeps no timer for it.
+        // A replica that has left reports nothing more, and keeps no timer for it.
         if (this.silent) return;
         hanging = true;
         this.failed(what, new Error(`no answer after ${Math.round(now() - sent)}ms`));
@@ -185,11 +285,10 @@ export class CoordinatorCalls {
     try {
       const answer: unknown = await send();
       hung.cancel();
-      if (!reply.accepts(answer)) {
-        throw new Error(`${step}() answered ${describeValue(answer)}, not ${reply.expected}`);
-      }
-      this.recovered();
-      return answer;
+      const wrong = problem(answer);
+      if (wrong !== undefined) throw new Error(wrong);
+      if (!this.silent && answers(answer as T)) this.store.recovered();
+      return answer as T;
     } catch (error) {
       hung.cancel();
       if (!hanging) this.failed(what, error);
@@ -197,12 +296,7 @@ export class CoordinatorCalls {
     }
   }
 
-  /**
-   * The store's answer to a read or write of a schedule, or a failure when none comes within `leaseMs / 3` (a
-   * connection that hangs): a tick waits for its claim, and would otherwise hold the job up for ever while the
-   * lease is renewed. An answer that comes later is ignored. (Acquire and renew are not bounded here: a hung renewal
-   * ends with the lease's validity, and one acquire at a time is waited for.)
-   */
+  /** The store's answer, or a failure when none comes within `leaseMs / 3`; an answer that comes later is ignored. */
   private within<T>(answer: Promise<T>): Promise<T> {
     const limit = this.coordinator.leaseMs / 3;
     return new Promise((resolve, reject) => {
@@ -223,18 +317,125 @@ export class CoordinatorCalls {
     });
   }
 
-  /** The replica is done with the lease: nothing the store answers from now on is reported. */
-  silence(): void {
-    this.silent = true;
-  }
-
-  private recovered(): void {
-    if (!this.silent) this.store.recovered();
-  }
-
   private failed(what: string, error: unknown): void {
     if (!this.silent) this.store.failed(what, error);
   }
+}
+
+/** What a heartbeat answers, with the failures of the steps for one job it was made of. */
+export interface HeartbeatAnswer extends PeriodicHeartbeatReply {
+  /** What failed, and how: the steps of a heartbeat made of the steps for one job. */
+  failures?: [what: string, error: unknown][];
+  /** The jobs whose renewal failed (not refused), with why. */
+  failedRenewals?: Map<string, unknown>;
+}
+
+/** What a heartbeat does, as a failure line says it. */
+function heartbeatWhat({ member, renew, acquire }: PeriodicHeartbeat): string {
+  const taking = acquire.map((name) => ({ name }));
+  if (taking.length === 0 && renew.length === 0) return `sending the heartbeat of ${member.replica}`;
+  if (taking.length === 0) return `renewing the lease of ${names(renew)}`;
+  if (renew.length === 0) return `acquiring the lease of ${names(taking)}`;
+  return `renewing the lease of ${names(renew)} and acquiring that of ${names(taking)}`;
+}
+
+/** A heartbeat made of the steps for one job: the replica alone, as if no other were there. */
+async function heartbeatOneByOne(
+  coordinator: PeriodicCoordinator,
+  { member, renew, acquire }: PeriodicHeartbeat,
+): Promise<HeartbeatAnswer> {
+  const { owner } = member;
+  const failures: [string, unknown][] = [];
+  const failedRenewals = new Map<string, unknown>();
+  const renewed = Promise.all(
+    renew.map(async ({ name }) => {
+      try {
+        return checked('renew', await coordinator.renew(name, owner), BOOLEAN);
+      } catch (error) {
+        failures.push([`renewing the lease of "${name}"`, error]);
+        failedRenewals.set(name, error);
+        return false;
+      }
+    }),
+  );
+  const acquired = Promise.all(
+    acquire.map(async (name) => {
+      let step = `acquiring the lease of "${name}"`;
+      let fencingToken = 0;
+      try {
+        fencingToken = checked('acquire', await coordinator.acquire(name, owner), TOKEN);
+        if (fencingToken === 0) return null;
+        step = `reading the schedule of "${name}"`;
+        const schedule = checked('readSchedule', await coordinator.readSchedule(name), SCHEDULE);
+        return { fencingToken, schedule };
+      } catch (error) {
+        failures.push([step, error]);
+        // A lease taken without its schedule is given back.
+        if (fencingToken !== 0) await coordinator.release(name, owner).catch(() => undefined);
+        return null;
+      }
+    }),
+  );
+  return { members: [member], renewed: await renewed, acquired: await acquired, failures, failedRenewals };
+}
+
+/** A reply of one step for one job, checked: one of the wrong type is a failure, never a lease. */
+function checked<T>(
+  step: string,
+  reply: unknown,
+  type: { accepts(value: unknown): value is T; expected: string },
+): T {
+  if (!type.accepts(reply))
+    throw new Error(`${step}() answered ${describeValue(reply)}, not ${type.expected}`);
+  return reply;
+}
+
+const TOKEN = { accepts: isWhole, expected: 'a fencing token (a safe integer ≥ 0)' };
+
+const BOOLEAN = {
+  accepts: (value: unknown): value is boolean => typeof value === 'boolean',
+  expected: 'true or false',
+};
+
+/** What is wrong with a heartbeat's reply, if anything: the first entry that does not answer `request`. */
+function heartbeatProblem(request: PeriodicHeartbeat, reply: unknown): string | undefined {
+  const { members, renewed, acquired } = (reply ?? {}) as Partial<PeriodicHeartbeatReply>;
+  const wrong = (what: string, value: unknown, expected: string) =>
+    `heartbeat() answered ${what} ${describeValue(value)}, not ${expected}`;
+  if (typeof reply !== 'object' || reply === null) {
+    return `heartbeat() answered ${describeValue(reply)}, not ${HEARTBEAT}`;
+  }
+  if (!Array.isArray(members)) return wrong('members', members, 'an array of members');
+  const member = members.find(
+    (one) =>
+      typeof one?.owner !== 'string' || typeof one.replica !== 'string' || typeof one.jobs !== 'string',
+  );
+  if (member !== undefined)
+    return wrong('the member', member, 'a member { owner, replica, jobs } of strings');
+  if (!Array.isArray(renewed) || renewed.length !== request.renew.length) {
+    return wrong('renewed', renewed, `a boolean per renewal (${request.renew.length})`);
+  }
+  const renewal = renewed.findIndex((ok) => typeof ok !== 'boolean');
+  if (renewal >= 0) return wrong(`renewed[${renewal}]`, renewed[renewal], BOOLEAN.expected);
+  if (!Array.isArray(acquired) || acquired.length !== request.acquire.length) {
+    return wrong('acquired', acquired, `a holding or null per lease to take (${request.acquire.length})`);
+  }
+  for (const [i, taken] of acquired.entries()) {
+    if (taken === null) continue;
+    const { fencingToken, schedule } = (taken ?? {}) as { fencingToken?: unknown; schedule?: unknown };
+    if (!isWhole(fencingToken) || fencingToken === 0) {
+      return wrong(`acquired[${i}].fencingToken`, fencingToken, 'a fencing token (a safe integer > 0)');
+    }
+    if (!SCHEDULE.accepts(schedule)) return wrong(`acquired[${i}].schedule`, schedule, SCHEDULE.expected);
+  }
+  return undefined;
+}
+
+/** The names of jobs as a message shows them: `"a"`, or `"a" and 11 more`. */
+function names(leases: readonly { name: string }[]): string {
+  const [first] = leases;
+  if (first === undefined) return 'no job';
+  return leases.length === 1 ? `"${first.name}"` : `"${first.name}" and ${leases.length - 1} more`;
 }
 
 /** The coordinator as log lines name it: its class, or "The coordinator" for a plain object. */
@@ -243,18 +444,9 @@ function storeName(coordinator: PeriodicCoordinator): string {
   return name === undefined || name === '' || name === 'Object' ? 'The coordinator' : name;
 }
 
-const STEPS = {
-  acquire: 'acquiring the lease of',
-  renew: 'renewing the lease of',
-  release: 'releasing the lease of',
-  readSchedule: 'reading the schedule of',
-  writeSchedule: 'writing the schedule of',
-};
-
-const TOKEN = {
-  accepts: isWhole,
-  expected: 'a fencing token (a safe integer ≥ 0)',
-};
+const HEARTBEAT =
+  '{ members, renewed, acquired }: the members, a boolean per renewal, and a holding { fencingToken, ' +
+  'schedule } or null per lease to take';
 
 const SCHEDULE = {
   accepts: (value: unknown): value is PeriodicFleetSchedule | null => {
@@ -269,8 +461,3 @@ const SCHEDULE = {
 function isWhole(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
-
-const BOOLEAN = {
-  accepts: (value: unknown): value is boolean => typeof value === 'boolean',
-  expected: 'true or false',
-};

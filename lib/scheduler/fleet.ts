@@ -1,5 +1,5 @@
 import type { PeriodicFleetSchedule } from './coordinator-port.js';
-import type { Lease } from './lease.js';
+import type { Lease } from './replica.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
 /**
@@ -33,17 +33,18 @@ export class FleetSlots {
 
   /**
    * Claims `slot` in the store: resolves whether this replica holds it. A claimed slot is this replica's until
-   * its tick has started a run or ended without one (`settled()`); one still unsettled when the replica releases
-   * the lease is given back to the fleet, due now, and the next holder runs it.
+   * its tick has started a run or ended without one (`settled()`); one still unsettled when the replica gives
+   * the lease up is given back to the fleet, due now, and the next holder runs it.
    */
   async claim(slot: number): Promise<boolean> {
     const { grid, lease } = this;
     const next = this.options.delayMode === 'regular' ? this.after(slot) : 0;
     const write = lease.writeSchedule({ grid, last: slot, next });
     this.claiming = write;
-    const held = (await write) && lease.held;
-    if (held) this.unstarted = slot;
-    return held;
+    const taken = await write;
+    // A slot claimed while the lease was being handed over or lost is given back with the lease.
+    if (taken) this.unstarted = slot;
+    return taken && lease.held;
   }
 
   /** The claimed slot's tick has started its run, or ended without one on purpose. */
@@ -82,14 +83,20 @@ export class FleetSlots {
     return unheld || undefined;
   }
 
-  /** Gives the slot claimed but not started back to the fleet, then the lease up, once the last claim has settled. */
+  /**
+   * Gives the slot claimed but not started back to the fleet, due now, once the last claim has settled: the
+   * lease is about to be given up, and the next holder runs it.
+   */
+  async giveBack(): Promise<void> {
+    await this.claiming;
+    const slot = this.unstarted;
+    this.unstarted = 0;
+    if (slot !== 0) await this.lease.writeSchedule({ grid: this.grid, last: slot, next: slot });
+  }
+
+  /** Gives the slot claimed but not started back, then the lease up. */
   release(): Promise<void> {
-    const { grid, lease } = this;
-    const givenBack = Promise.resolve(this.claiming).then(() => {
-      const slot = this.unstarted;
-      if (slot !== 0) return lease.writeSchedule({ grid, last: slot, next: slot });
-    });
-    return lease.release(givenBack);
+    return this.lease.release(this.giveBack());
   }
 }
 

@@ -25,7 +25,7 @@ import {
   type PeriodicEventType,
 } from './events.js';
 import { FleetSlots } from './fleet.js';
-import { Lease } from './lease.js';
+import { Lease, Replica } from './replica.js';
 import {
   noCoordinator,
   type PeriodicSchedulerOptions,
@@ -71,8 +71,12 @@ type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
 export interface SchedulerContext {
   /** How error messages name the job, e.g. `@Periodic() on Cleanup.purge`. @default `job "<name>"` */
   where?: string;
-  /** Where the failures of an exclusive job's coordinator are reported, shared by the jobs that use it. */
-  storeLog?: StoreLog;
+  /**
+   * This replica in the fleet of the exclusive job's coordinator, shared by the jobs of an application that use
+   * it (their leases are renewed and taken together, and its failures reported once). @default one of the
+   * job's own
+   */
+  replica?: Replica;
   /**
    * The job is method `key` of `target`, and `run` the method it inherits: one that `target` holds itself at a
    * run (a test's `jest.spyOn(instance, 'purge')`, made after the job) is called instead. (Looking the method up
@@ -137,7 +141,7 @@ export class PeriodicScheduler {
   ) {
     const {
       where: named,
-      storeLog,
+      replica,
       method,
     } = typeof context === 'string' ? { where: context } : (context ?? {});
     const name: unknown = options?.name;
@@ -165,7 +169,7 @@ export class PeriodicScheduler {
       method === undefined ? options.run : { target: method.target, key: method.key, inherited: options.run };
     this.#sink = typeof events === 'function' ? { emit: events } : events;
     if (coordinator !== undefined && resolved.exclusive) {
-      const lease = new Lease(storeLog ?? new StoreLog(coordinator), resolved.name, this);
+      const lease = new Lease(replica ?? new Replica(new StoreLog(coordinator)), resolved.name, this);
       this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
   }
@@ -277,7 +281,10 @@ export class PeriodicScheduler {
     const waiting = this.#waitFor('claim');
     return fleet.claim(tick.slot).then((held) => {
       waiting.claim = false;
-      if (!held) return this.#endWithoutRun(tick);
+      if (!held) {
+        fleet.lease.idle();
+        return this.#endWithoutRun(tick);
+      }
       // Closing meanwhile: the claimed slot is given back to the fleet when the lease is released.
       if (this.#phase !== 'ticking') return undefined;
       // Paused meanwhile, or a trigger's guard is pending: the slot was claimed, and is dropped.
@@ -414,8 +421,10 @@ export class PeriodicScheduler {
   /** @internal A run of this job has ended. */
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void {
     const runs = this.#runs;
-    if (runs === run) this.#runs = undefined;
-    else if (Array.isArray(runs)) {
+    if (runs === run) {
+      this.#runs = undefined;
+      this.#fleet?.lease.idle();
+    } else if (Array.isArray(runs)) {
       runs.splice(runs.indexOf(run), 1);
       if (runs.length < 2) this.#runs = runs[0];
     }
@@ -540,6 +549,16 @@ export class PeriodicScheduler {
     // The next tick is the fleet's; one that has passed is ticked at once, and reports its own next tick then.
     this.#aim(next, wallNow);
     if (next > wallNow) this.#reportNext(next - wallNow, this.#calendar === undefined ? undefined : next);
+  }
+
+  /** @internal Runs in flight, or a claim pending: a lease handed over waits for them. */
+  get busy(): boolean {
+    return this.#runs !== undefined || this.#pending?.claim === true;
+  }
+
+  /** @internal The lease is about to be handed over: a slot claimed and not started goes back to the fleet. */
+  givingUp(): Promise<void> {
+    return this.#fleet!.giveBack();
   }
 
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */

@@ -192,6 +192,7 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
       },
     ],
   ];
+  checks.push(...batchedContract(subject, job));
   const { garbled } = subject;
   if (garbled !== undefined) {
     checks.push([
@@ -202,4 +203,175 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
     ]);
   }
   return checks;
+}
+
+/**
+ * The batched steps (`heartbeat`, `writeSchedules`, `releaseAll`), checked on a coordinator that has them: each
+ * does what the steps for one job do, for many jobs at once, and keeps the fleet's members.
+ */
+function batchedContract(subject: ContractSubject, job: () => string): [string, () => Promise<void>][] {
+  /** The coordinator, with its batched steps, or the check is skipped (they are optional). */
+  const batched = async (leaseMs: number) => {
+    const coordinator = await subject.make(leaseMs);
+    const { heartbeat, writeSchedules, releaseAll } = coordinator;
+    if (heartbeat === undefined || writeSchedules === undefined || releaseAll === undefined) return undefined;
+    return {
+      coordinator,
+      heartbeat: heartbeat.bind(coordinator),
+      writeSchedules: writeSchedules.bind(coordinator),
+      releaseAll: releaseAll.bind(coordinator),
+    };
+  };
+  const member = (owner: string, jobs = 'digest') => ({ owner, replica: `replica ${owner}`, jobs });
+  /** Member owners unique to the check, so that checks sharing a store do not see each other's. */
+  let members = 0;
+  const owner = () => `owner-${process.pid}-${++members}-${Math.random().toString(36).slice(2, 8)}`;
+  const owners = (reply: { members: { owner: string }[] }) => reply.members.map((one) => one.owner).sort();
+  return [
+    [
+      'heartbeat writes the member record and answers the live members; one that stops beating is gone after leaseMs',
+      async () => {
+        const store = await batched(LEASE);
+        if (store === undefined) return;
+        const [a, b] = [owner(), owner()];
+        await store.heartbeat({ member: member(a), renew: [], acquire: [] });
+        const reply = await store.heartbeat({ member: member(b, 'other'), renew: [], acquire: [] });
+        assert.ok(owners(reply).includes(a) && owners(reply).includes(b), `members ${owners(reply)}`);
+        assert.deepEqual(
+          reply.members.find((one) => one.owner === b),
+          member(b, 'other'),
+        );
+        await sleep(LEASE * 0.6);
+        await store.heartbeat({ member: member(b), renew: [], acquire: [] });
+        await sleep(LEASE * 0.6);
+        const later = await store.heartbeat({ member: member(b), renew: [], acquire: [] });
+        assert.ok(
+          !owners(later).includes(a),
+          `${a} stopped beating ${LEASE * 1.2}ms ago and is still a member`,
+        );
+        assert.deepEqual(
+          later.members.find((one) => one.owner === b),
+          member(b),
+          'the record is rewritten with each heartbeat',
+        );
+      },
+    ],
+    [
+      'heartbeat takes each free lease with a new token and its schedule, in the order asked, and none that is held',
+      async () => {
+        const store = await batched(LEASE);
+        if (store === undefined) return;
+        const { coordinator } = store;
+        const [free, held, written] = [job(), job(), job()];
+        const schedule = { grid: 'every 1000 regular', last: 5000, next: 6000 };
+        const before = await coordinator.acquire(written, 'someone');
+        assert.equal(await coordinator.writeSchedule(written, 'someone', before, schedule), true);
+        await coordinator.release(written, 'someone');
+        await coordinator.acquire(held, 'someone');
+        const a = owner();
+        const reply = await store.heartbeat({ member: member(a), renew: [], acquire: [free, held, written] });
+        assert.equal(reply.acquired.length, 3);
+        const [first, second, third] = reply.acquired;
+        assert.ok(first !== null && Number.isSafeInteger(first.fencingToken) && first.fencingToken > 0);
+        assert.equal(first.schedule, null);
+        assert.equal(second, null, 'a held lease is not taken');
+        assert.ok(third !== null && third.fencingToken > before, 'tokens grow from holder to holder');
+        assert.deepEqual(third.schedule, schedule);
+        assert.equal(await coordinator.acquire(free, 'someone'), 0, 'the lease taken is held');
+        assert.equal(await coordinator.writeSchedule(free, a, first.fencingToken, schedule), true);
+      },
+    ],
+    [
+      'heartbeat renews a lease only for its owner with its token, by leaseMs, and answers which it renewed',
+      async () => {
+        const store = await batched(LEASE);
+        if (store === undefined) return;
+        const { coordinator } = store;
+        const [a, b] = [owner(), owner()];
+        const [name, other] = [job(), job()];
+        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [name, other] });
+        const [token, otherToken] = taken.acquired.map((holding) => holding!.fencingToken);
+        await sleep(LEASE * 0.6);
+        const reply = await store.heartbeat({
+          member: member(a),
+          renew: [
+            { name, fencingToken: token },
+            { name: other, fencingToken: otherToken + 1 },
+          ],
+          acquire: [],
+        });
+        assert.deepEqual(reply.renewed, [true, false], 'a token not its own renews nothing');
+        const stranger = await store.heartbeat({
+          member: member(b),
+          renew: [{ name, fencingToken: token }],
+          acquire: [],
+        });
+        assert.deepEqual(stranger.renewed, [false], 'another owner renews nothing');
+        await sleep(LEASE * 0.6);
+        assert.equal(await coordinator.acquire(name, 'someone'), 0, 'the renewed lease is still held');
+        assert.ok((await coordinator.acquire(other, 'someone')) > 0, 'the lease not renewed expired');
+        await sleep(LEASE * 0.6);
+        assert.ok(
+          (await coordinator.acquire(name, 'someone')) > 0,
+          'the lease expires leaseMs after its renewal',
+        );
+      },
+    ],
+    [
+      'writeSchedules writes each schedule as writeSchedule does, and answers each in order',
+      async () => {
+        const store = await batched(LEASE);
+        if (store === undefined) return;
+        const { coordinator } = store;
+        const a = owner();
+        const [mine, stale, back, notMine] = [job(), job(), job(), job()];
+        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [mine, stale, back] });
+        const [token, staleToken, backToken] = taken.acquired.map((holding) => holding!.fencingToken);
+        const at = (last: number) => ({ grid: 'every 1000 regular', last, next: last + 1000 });
+        assert.deepEqual(
+          await store.writeSchedules(a, [{ name: back, fencingToken: backToken, schedule: at(9000) }]),
+          [true],
+        );
+        const answers = await store.writeSchedules(a, [
+          { name: mine, fencingToken: token, schedule: at(2000) },
+          { name: stale, fencingToken: staleToken - 1, schedule: at(2000) },
+          { name: back, fencingToken: backToken, schedule: at(8000) },
+          { name: notMine, fencingToken: token, schedule: at(2000) },
+        ]);
+        assert.deepEqual(answers, [true, false, false, false]);
+        assert.deepEqual(await coordinator.readSchedule(mine), at(2000));
+        assert.equal(await coordinator.readSchedule(stale), null);
+        assert.deepEqual(await coordinator.readSchedule(back), at(9000), 'the last slot never goes back');
+        assert.equal(await coordinator.readSchedule(notMine), null);
+      },
+    ],
+    [
+      'releaseAll frees the leases the owner holds with those tokens, at once; with leave, the member is gone',
+      async () => {
+        const store = await batched(LEASE);
+        if (store === undefined) return;
+        const { coordinator } = store;
+        const [a, b] = [owner(), owner()];
+        const [one, two, kept] = [job(), job(), job()];
+        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [one, two, kept] });
+        const [first, second, third] = taken.acquired.map((holding) => holding!.fencingToken);
+        await store.releaseAll(b, [{ name: one, fencingToken: first }], false);
+        assert.equal(await coordinator.acquire(one, 'someone'), 0, 'another owner releases nothing');
+        await store.releaseAll(a, [{ name: kept, fencingToken: third + 1 }], false);
+        assert.equal(await coordinator.acquire(kept, 'someone'), 0, 'a token not its own releases nothing');
+        await store.releaseAll(
+          a,
+          [
+            { name: one, fencingToken: first },
+            { name: two, fencingToken: second },
+          ],
+          true,
+        );
+        assert.ok((await coordinator.acquire(one, 'someone')) > first);
+        assert.ok((await coordinator.acquire(two, 'someone')) > second);
+        const reply = await store.heartbeat({ member: member(b), renew: [], acquire: [] });
+        assert.ok(!owners(reply).includes(a), 'the member left');
+      },
+    ],
+  ];
 }

@@ -14,6 +14,7 @@ describe('InMemoryCoordinator keeps the coordinator contract', () => {
       coordinator!['leases'].clear();
       coordinator!['tokens'].clear();
       coordinator!['schedules'].clear();
+      coordinator!['members'].clear();
     },
   });
   for (const [rule, check] of contract) it(rule, check);

@@ -20,14 +20,17 @@ describe.each(stores)('on %s', (_, store, describeStore) => {
 });
 
 function cluster(store: Store): void {
-  const { replicas, start, end, nextHolder } = useReplicas(store);
+  const { replicas, start, end, nextHolder, holder } = useReplicas(store);
 
   it('runs start in fencing-token order; handovers are as quick as the lease allows', async () => {
     for (const name of ['A', 'B', 'C']) start(name, { LEASE_MS: String(LEASE_MS) });
     const first = nextHolder();
     await Promise.all([...replicas.values()].map((child) => child.waitFor('ready')));
-    const killed = await first;
+    await first;
+    // The first to start may have taken the lease, and handed it over to the replica the fleet's spread gives
+    // the job once the others joined: the holder is the store's.
     await sleep(HOLDING);
+    const killed = (await holder('report'))!;
 
     // The holder dies without releasing: the others wait for its lease to expire.
     const next = nextHolder();
@@ -67,20 +70,23 @@ function cluster(store: Store): void {
     }
     const byReplica = (name: string) => runs.filter(([replica]) => replica === name);
     for (const name of [killed, closed, survivor]) expect(byReplica(name).length).toBeGreaterThan(10);
-    // Each holder's tokens are all larger than those of the holder before it.
-    const tokens = [killed, closed, survivor].map((name) => byReplica(name).map((run) => run[1]));
-    expect(Math.max(...tokens[0])).toBeLessThan(Math.min(...tokens[1]));
-    expect(Math.max(...tokens[1])).toBeLessThan(Math.min(...tokens[2]));
+    // Each holder's tokens are larger than those of the holder before it. (Before the spread of the fleet
+    // settled, another replica may have held the lease briefly: tokens are compared from each handover on.)
+    const tokens = (name: string, from = -Infinity) =>
+      byReplica(name)
+        .filter((run) => run[2] >= from)
+        .map((run) => run[1]);
+    expect(Math.max(...tokens(killed))).toBeLessThan(Math.min(...tokens(closed, killedAt)));
+    expect(Math.max(...tokens(closed, killedAt))).toBeLessThan(Math.min(...tokens(survivor, releasedAt)));
 
-    const sigkillHandover = byReplica(closed)[0][2] - killedAt;
-    const gracefulHandover = byReplica(survivor)[0][2] - releasedAt;
+    const firstAfter = (name: string, from: number) => byReplica(name).find((run) => run[2] >= from)![2];
+    const sigkillHandover = firstAfter(closed, killedAt) - killedAt;
+    const gracefulHandover = firstAfter(survivor, releasedAt) - releasedAt;
     console.log(
       `${store.name}: handover after SIGKILL: ${sigkillHandover.toFixed(0)} ms (bound ${LEASE_MS + RETRY + EVERY + LOAD} ms); ` +
         `after a graceful close: ${gracefulHandover.toFixed(0)} ms from the release (bound ${RETRY + EVERY + LOAD} ms)`,
     );
-    expect(sigkillHandover).toBeGreaterThan(0);
     expect(sigkillHandover).toBeLessThan(LEASE_MS + RETRY + EVERY + LOAD);
-    expect(gracefulHandover).toBeGreaterThan(0);
     expect(gracefulHandover).toBeLessThan(RETRY + EVERY + LOAD);
   }, 60_000);
 

@@ -27,6 +27,8 @@ export interface Store {
   unreachable: Record<string, string>;
   setUp(): Promise<void>;
   entries<T>(list: 'runs' | 'closed'): Promise<T[]>;
+  /** The owner holding the lease of `job` now (`<host>:<pid>/<session>`), if any. */
+  owner(job: string): Promise<string | undefined>;
   tearDown(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ function redisStore(): Store {
     },
     entries: async <T>(list: string) =>
       (await redis.lrange(`${prefix}${list}`, 0, -1)).map((entry) => JSON.parse(entry) as T),
+    owner: async (job) => (await redis.get(`${prefix}${job}`)) ?? undefined,
     tearDown: async () => {
       await dropKeys(redis, prefix);
       await redis.del(`${prefix}runs`, `${prefix}closed`);
@@ -65,6 +68,13 @@ function postgresStore(): Store {
       (await pool.query(`SELECT entry FROM "${table}_log" WHERE list = $1 ORDER BY id`, [list])).rows.map(
         (row: { entry: T }) => row.entry,
       ),
+    owner: async (job) => {
+      const { rows } = await pool.query<{ owner: string }>(
+        `SELECT owner FROM "${table}" WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()`,
+        [job],
+      );
+      return rows[0]?.owner;
+    },
     tearDown: async () => {
       await dropTable(pool, `${table}_log`);
       await dropTable(pool, table);
@@ -105,6 +115,12 @@ export function useReplicas(store: Store) {
       replicas.delete(name);
       child.process.kill(signal);
       return child.exited;
+    },
+    /** The replica holding the lease of `job` now, as the store says. */
+    async holder(job: string): Promise<string | undefined> {
+      const owner = await store.owner(job);
+      const pid = owner?.match(/:(\d+)\//)?.[1];
+      return [...replicas].find(([, child]) => String(child.process.pid) === pid)?.[0];
     },
     /** The replica that prints "acquired" next, among those running. */
     nextHolder(): Promise<string> {

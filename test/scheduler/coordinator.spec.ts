@@ -5,6 +5,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import { type PeriodicCoordinator, StoreLog } from '../../lib/scheduler/coordinator-port.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
+import { Replica } from '../../lib/scheduler/replica.js';
 import { deferred, EventLog, flush, useFakeTimers } from './helpers.js';
 
 useFakeTimers();
@@ -26,12 +27,17 @@ class FlakyCoordinator extends InMemoryCoordinator {
 /** Where the failures of each coordinator are reported, as the Nest module gives its application's jobs. */
 const storeLogs = new WeakMap<PeriodicCoordinator, StoreLog>();
 
+/** A replica of the fleet of `coordinator`, reporting where the test set (process warnings by default). */
+function replicaOf(coordinator: PeriodicCoordinator): Replica {
+  return new Replica(storeLogs.get(coordinator) ?? new StoreLog(coordinator));
+}
+
 function exclusiveJob(coordinator: PeriodicCoordinator): EventLog {
   const log = new EventLog();
   new PeriodicScheduler(
     { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
     log.sink,
-    { storeLog: storeLogs.get(coordinator) },
+    { replica: replicaOf(coordinator) },
   ).start();
   return log;
 }
@@ -49,7 +55,7 @@ describe('failures of a coordinator', () => {
     const events = exclusiveJob(coordinator);
     await flush();
     await jest.advanceTimersByTimeAsync(3000);
-    // An attempt every 70 to 95 ms for 3 s, reported every 300 ms at most.
+    // An attempt with each heartbeat, every 100 ms for 3 s, reported every 300 ms at most.
     expect(coordinator.calls).toBeGreaterThan(30);
     expect(log.error.mock.calls.length).toBeGreaterThanOrEqual(9);
     expect(log.error.mock.calls.length).toBeLessThanOrEqual(11);
@@ -87,12 +93,12 @@ describe('failures of a coordinator', () => {
     const events = exclusiveJob(coordinator);
     await flush();
     await jest.advanceTimersByTimeAsync(3000);
-    // Every attempt acquires, then fails to read: about 35 of each in 3 s, each read given back.
+    // Every heartbeat acquires, then fails to read, and gives the lease back: the heartbeat fails as one step.
     expect(log.error.mock.calls.length).toBeGreaterThanOrEqual(9);
     expect(log.error.mock.calls.length).toBeLessThanOrEqual(11);
     expect(log.log.mock.calls.length).toBeLessThanOrEqual(log.error.mock.calls.length);
     expect(log.error.mock.calls[0][0]).toMatch(
-      /^ReadsFail failed while reading the schedule of "job": read ECONNRESET/,
+      /^ReadsFail failed while acquiring the lease of "job": read ECONNRESET/,
     );
     expect(events.of('leaseAcquired')).toEqual([]);
   });
@@ -113,7 +119,7 @@ describe('failures of a coordinator', () => {
     const scheduler = new PeriodicScheduler(
       { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
       () => undefined,
-      { storeLog: new StoreLog(coordinator, log) },
+      { replica: new Replica(new StoreLog(coordinator, log)) },
     );
     scheduler.start();
     await flush();
@@ -147,15 +153,18 @@ describe('failures of a coordinator', () => {
 
   it('are not reported once the lease is released: a command still out when the job stopped fails quietly', async () => {
     const coordinator = new FlakyCoordinator({ leaseMs: 300 });
-    const answer = deferred<number>();
-    coordinator.acquire = () => answer.promise;
+    const answer = deferred<never>();
+    const heartbeat = jest.fn(() => answer.promise);
+    coordinator.heartbeat = heartbeat;
     const log = logTo(coordinator);
     const scheduler = new PeriodicScheduler(
       { name: 'job', every: 100, exclusive: true, coordinator, run: () => undefined },
       () => undefined,
-      { storeLog: storeLogs.get(coordinator) },
+      { replica: replicaOf(coordinator) },
     );
     scheduler.start();
+    await flush();
+    expect(heartbeat).toHaveBeenCalledTimes(1);
     await scheduler.stop();
     answer.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
     await flush();
@@ -176,14 +185,16 @@ describe('failures of a coordinator', () => {
 });
 
 describe('replies of the wrong type', () => {
-  it.each<[string, unknown]>([
+  const replies: [string, unknown][] = [
     ['a string', '1'],
     ['a fraction', 1.5],
     ['a negative number', -1],
     ['beyond 2^53', 2 ** 53],
     ['null', null],
     ['an object', { token: 1 }],
-  ])('a token that is %s is a failure, never a lease', async (_, reply) => {
+  ];
+
+  it.each(replies)('a token that is %s is a failure, never a lease', async (_, reply) => {
     const coordinator = new FlakyCoordinator({ leaseMs: 300 });
     coordinator.down = false;
     coordinator.reply = reply;
@@ -194,7 +205,44 @@ describe('replies of the wrong type', () => {
     expect(events.of('leaseAcquired')).toEqual([]);
     expect(events.of('started')).toEqual([]);
     expect(log.error.mock.calls[0][0]).toMatch(
-      /acquire\(\) answered .*, not a fencing token \(a safe integer ≥ 0\)/,
+      /heartbeat\(\) answered acquired\[0\]\.fencingToken .*, not a fencing token \(a safe integer > 0\)/,
+    );
+  });
+
+  it.each(replies)(
+    'a token that is %s is a failure of acquire() for a coordinator without the batched steps',
+    async (_, reply) => {
+      const store = new InMemoryCoordinator({ leaseMs: 300 });
+      const coordinator: PeriodicCoordinator = {
+        leaseMs: 300,
+        acquire: async () => reply as number,
+        renew: (name, owner) => store.renew(name, owner),
+        release: (name, owner) => store.release(name, owner),
+        readSchedule: (name) => store.readSchedule(name),
+        writeSchedule: (...args) => store.writeSchedule(...args),
+      };
+      const log = logTo(coordinator);
+      const events = exclusiveJob(coordinator);
+      await flush();
+      await jest.advanceTimersByTimeAsync(500);
+      expect(events.of('leaseAcquired')).toEqual([]);
+      expect(log.error.mock.calls[0][0]).toMatch(
+        /acquire\(\) answered .*, not a fencing token \(a safe integer ≥ 0\)/,
+      );
+    },
+  );
+
+  it('a reply without the entries asked for names what is missing', async () => {
+    const coordinator = new FlakyCoordinator({ leaseMs: 300 });
+    coordinator.down = false;
+    coordinator.heartbeat = async ({ member }) => ({ members: [member], renewed: [], acquired: [] });
+    const log = logTo(coordinator);
+    const events = exclusiveJob(coordinator);
+    await flush();
+    await jest.advanceTimersByTimeAsync(500);
+    expect(events.of('leaseAcquired')).toEqual([]);
+    expect(log.error.mock.calls[0][0]).toMatch(
+      /heartbeat\(\) answered acquired \[\], not a holding or null per lease to take \(1\)/,
     );
   });
 });

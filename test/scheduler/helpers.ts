@@ -84,5 +84,5 @@ export function stuckRun(): Promise<never> {
 
 /** Lets pending promise callbacks run (real microtasks; Jest's fake timers do not touch promises). */
 export async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) await Promise.resolve();
+  for (let i = 0; i < 50; i++) await Promise.resolve();
 }

@@ -1,47 +1,70 @@
-// The lease state machine and exclusive jobs, on fake timers, against a store that keeps leases in memory
-// the way the Lua scripts keep them in Redis. Real Redis is in test/redis.
+// The leases of exclusive jobs, on fake timers, against a store that keeps them in memory the way the Lua
+// scripts keep them in Redis: one heartbeat per replica every leaseMs / 3 renews and takes every lease of its
+// jobs. Real Redis and PostgreSQL are in test/redis and test/postgres; the spread of jobs over replicas is in
+// spread.spec.ts.
+import { hostname } from 'node:os';
 import { describe, expect, it, jest } from '@jest/globals';
+import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
+import {
+  type PeriodicHeartbeat,
+  type PeriodicHeartbeatReply,
+  type PeriodicLeaseHeld,
+  type PeriodicScheduleWrite,
+  StoreLog,
+} from '../../lib/scheduler/coordinator-port.js';
 import { now } from '../../lib/scheduler/deadline-timer.js';
 import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
+import { Replica, spreadOver } from '../../lib/scheduler/replica.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { deferred, EventLog, flush, honouringRun, useFakeTimers } from './helpers.js';
 
 useFakeTimers();
 
 const LEASE_MS = 3000;
-/** `leaseMs / 3`: renewals, and the longest wait between two attempts to acquire. */
+/** `leaseMs / 3`: the time between two heartbeats of a replica. */
 const INTERVAL = 1000;
-/** `leaseMs / 10`: the holder stops counting the lease valid this long before Redis lets it expire. */
+/** `leaseMs / 10`: the holder stops counting the lease valid this long before the store lets it expire. */
 const MARGIN = 300;
 
-type Op = 'acquire' | 'renew' | 'release';
+interface Heartbeat {
+  owner: string;
+  at: number;
+  renew: PeriodicLeaseHeld[];
+  acquire: string[];
+}
 
-/** The in-memory coordinator on the fake clock, recording every call; it can fail or hang like a store away. */
+/** The in-memory coordinator on the fake clock, recording its batched steps; it can fail or hang like a store away. */
 class FlakyStore extends InMemoryCoordinator {
-  readonly calls: { op: Op; token: string; at: number }[] = [];
+  readonly heartbeats: Heartbeat[] = [];
+  readonly releases: { owner: string; leases: PeriodicLeaseHeld[]; leave: boolean }[] = [];
   state: 'up' | 'down' | 'hanging' = 'up';
+  /** Only heartbeats that take a lease hang, while the state is 'hanging'. */
+  hangOnlyAcquiring = false;
   private readonly hung: (() => void)[] = [];
 
   constructor() {
     super({ leaseMs: LEASE_MS });
   }
 
-  override acquire(name: string, token: string): Promise<number> {
-    return this.answer('acquire', token, () => super.acquire(name, token));
+  override heartbeat(request: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
+    const { member, renew, acquire } = request;
+    this.heartbeats.push({ owner: member.owner, at: now(), renew: [...renew], acquire: [...acquire] });
+    const hangs = !this.hangOnlyAcquiring || acquire.length > 0;
+    return this.answer(() => super.heartbeat(request), hangs);
   }
 
-  override renew(name: string, token: string): Promise<boolean> {
-    return this.answer('renew', token, () => super.renew(name, token));
+  override writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+    return this.answer(() => super.writeSchedules(owner, writes), !this.hangOnlyAcquiring);
   }
 
-  override release(name: string, token: string): Promise<boolean> {
-    return this.answer('release', token, () => super.release(name, token));
+  override releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
+    this.releases.push({ owner, leases: [...leases], leave });
+    return this.answer(() => super.releaseAll(owner, leases, leave), !this.hangOnlyAcquiring);
   }
 
-  /** The token holding `name` now, if any. */
+  /** The owner holding `name` now, if any. */
   override holder(name: string): string | undefined {
     return super.holder(name);
   }
@@ -57,14 +80,13 @@ class FlakyStore extends InMemoryCoordinator {
     for (const carryOut of this.hung.splice(0)) carryOut();
   }
 
-  of(op: Op): { op: Op; token: string; at: number }[] {
-    return this.calls.filter((call) => call.op === op);
+  of(owner: string): Heartbeat[] {
+    return this.heartbeats.filter((heartbeat) => heartbeat.owner === owner);
   }
 
-  private answer<T>(op: Op, token: string, command: () => Promise<T>): Promise<T> {
-    this.calls.push({ op, token, at: now() });
+  private answer<T>(command: () => Promise<T>, hangs: boolean): Promise<T> {
     if (this.state === 'down') return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
-    if (this.state === 'hanging') {
+    if (this.state === 'hanging' && hangs) {
       return new Promise((resolve) => this.hung.push(() => resolve(command())));
     }
     return command();
@@ -72,10 +94,21 @@ class FlakyStore extends InMemoryCoordinator {
 }
 
 type Options = Omit<PeriodicSchedulerOptions, 'name' | 'run' | 'coordinator'> &
-  Partial<Pick<PeriodicSchedulerOptions, 'run'>>;
+  Partial<Pick<PeriodicSchedulerOptions, 'run' | 'name'>>;
 
-/** A started replica of the exclusive job "job". */
-function replica(store: FlakyStore, options: Options) {
+/** A replica of the fleet of `store` whose failures are expected, and not reported. */
+function replicaOf(store: FlakyStore): Replica {
+  return new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }));
+}
+
+/** Two replicas of `store`: the first is the one the fleet's spread gives the job "job" while both are live. */
+function pair(store: FlakyStore): [Replica, Replica] {
+  const [a, b] = [replicaOf(store), replicaOf(store)];
+  return spreadOver(['job'], [a.owner, b.owner]).get('job') === a.owner ? [a, b] : [b, a];
+}
+
+/** A started exclusive job, "job" unless named, in `replica` (one of its own by default). */
+function job(store: FlakyStore, options: Options, replica = replicaOf(store)) {
   const log = new EventLog();
   const contexts: PeriodicContext[] = [];
   const run = options.run ?? (() => undefined);
@@ -91,9 +124,10 @@ function replica(store: FlakyStore, options: Options) {
       },
     },
     log.sink,
+    { replica },
   );
   scheduler.start();
-  return { scheduler, log, contexts };
+  return { scheduler, log, contexts, replica };
 }
 
 async function advance(ms: number): Promise<void> {
@@ -102,10 +136,13 @@ async function advance(ms: number): Promise<void> {
 }
 
 describe('acquiring', () => {
-  it('acquires at start: leaseAcquired with a fencing token, and every run carries it', async () => {
+  it('takes the lease at its second heartbeat, sent as soon as the first named the fleet; every run carries its token', async () => {
     const store = new FlakyStore();
-    const { log, contexts } = replica(store, { every: 100 });
+    const { log, contexts, replica } = job(store, { every: 100 });
     await flush();
+    const [first, second] = store.heartbeats;
+    expect(first).toEqual({ owner: replica.owner, at: first.at, renew: [], acquire: [] });
+    expect(second).toEqual({ owner: replica.owner, at: first.at, renew: [], acquire: ['job'] });
     const [{ fencingToken }] = log.of('leaseAcquired');
     // At least the store's clock in microseconds, so that tokens grow even across a loss of the store's data.
     expect(fencingToken).toBeGreaterThanOrEqual(Date.now() * 1000);
@@ -115,39 +152,40 @@ describe('acquiring', () => {
       fencingToken,
       fencingToken,
     ]);
-    expect(store.holder('job')).toBe(store.of('acquire')[0].token);
+    expect(store.holder('job')).toBe(replica.owner);
   });
 
-  it('each acquisition has a fresh random token', async () => {
+  it('the owner of the leases is the replica session: its name (host:pid by default), then a fresh UUID', () => {
     const store = new FlakyStore();
-    const a = replica(store, { every: 100 });
-    const b = replica(store, { every: 100 });
-    await flush();
-    await advance(5 * INTERVAL);
-    const tokens = store.of('acquire').map((call) => call.token);
-    expect(new Set(tokens).size).toBe(tokens.length);
-    expect(tokens[0]).toMatch(/^[0-9a-f-]{36}$/);
-    await Promise.all([a.scheduler.stop(), b.scheduler.stop()]);
+    const [a, b] = [replicaOf(store), replicaOf(store)];
+    const session = new RegExp(`^${hostname()}:${process.pid}/[0-9a-f-]{36}$`);
+    expect(a.owner).toMatch(session);
+    expect(b.owner).toMatch(session);
+    expect(a.owner).not.toBe(b.owner);
+    expect(new Replica(new StoreLog(store), 'api-7').owner).toMatch(/^api-7\/[0-9a-f-]{36}$/);
   });
 
-  it('a replica without the lease starts nothing, evaluates no guard and emits only nextTick', async () => {
+  it('a replica the spread does not give the job asks for no lease, starts nothing, evaluates no guard and emits only nextTick', async () => {
     const store = new FlakyStore();
-    const holder = replica(store, { every: 100 });
+    const [first, second] = pair(store);
+    const holder = job(store, { every: 100 }, first);
     await flush();
     const when = jest.fn(() => true);
-    const other = replica(store, { every: 100, when });
+    const other = job(store, { every: 100, when }, second);
     await advance(1000);
     expect(holder.contexts).toHaveLength(10);
     expect(other.contexts).toHaveLength(0);
     expect(when).not.toHaveBeenCalled();
     expect(new Set(other.log.types())).toEqual(new Set(['nextTick']));
+    expect(store.of(second.owner).flatMap((heartbeat) => heartbeat.acquire)).toEqual([]);
   });
 
   it('a replica without the lease emits no missed for a late tick (only nextTick)', async () => {
     const store = new FlakyStore();
-    const holder = replica(store, { every: 100 });
+    const [first, second] = pair(store);
+    const holder = job(store, { every: 100 }, first);
     await flush();
-    const other = replica(store, { every: 100 });
+    const other = job(store, { every: 100 }, second);
     // Both replicas' clocks jump three intervals ahead before their first tick, as after a stalled process.
     const fakeNow = performance.now.bind(performance);
     jest.spyOn(performance, 'now').mockImplementation(() => fakeNow() + 350);
@@ -158,57 +196,71 @@ describe('acquiring', () => {
 
   it('in shifted mode a tick without the lease arms the next one', async () => {
     const store = new FlakyStore();
-    replica(store, { every: 100 });
+    const [first, second] = pair(store);
+    job(store, { every: 100 }, first);
     await flush();
-    const other = replica(store, { every: 100, delayMode: 'shifted' });
+    const other = job(store, { every: 100, delayMode: 'shifted' }, second);
     await advance(1000);
     expect(other.log.of('nextTick')).toHaveLength(11);
   });
 
-  it('a replica without the lease tries again between 0.7 and 0.95 of leaseMs / 3 later', async () => {
+  it('one heartbeat every leaseMs / 3, at fixed times, whatever the number of jobs: it renews them all', async () => {
     const store = new FlakyStore();
-    replica(store, { every: 100 });
-    await flush();
-    const random = jest.spyOn(Math, 'random');
-    random.mockReturnValue(0);
-    const other = replica(store, { every: 100 });
+    const replica = replicaOf(store);
+    const jobs = Array.from({ length: 50 }, (_, i) => job(store, { name: `job-${i}`, every: 100 }, replica));
     await flush();
     const start = now();
-    // Each answer draws the wait before the next attempt.
-    random.mockReturnValue(0.9999999);
-    await advance(700);
-    random.mockReturnValue(0.5);
-    await advance(950);
-    await advance(825);
-    const attempts = store.of('acquire').slice(1);
-    expect(attempts.map((call) => call.at - start)).toEqual([0, 700, 700 + 950, 700 + 950 + 825]);
-    expect(other.contexts).toHaveLength(0);
+    await advance(10 * INTERVAL);
+    const beats = store.of(replica.owner);
+    // The first names the fleet, the second takes the 50 leases, then one renews them every INTERVAL.
+    expect(beats.map((beat) => beat.at - start)).toEqual(
+      Array.from({ length: 12 }, (_, i) => Math.max(0, i - 1) * INTERVAL),
+    );
+    expect(beats[1].acquire).toHaveLength(50);
+    for (const beat of beats.slice(2)) {
+      expect(beat.renew).toHaveLength(50);
+      expect(beat.acquire).toEqual([]);
+    }
+    expect(jobs.every(({ contexts }) => contexts.length === 100)).toBe(true);
   });
 
-  it('takes over once the holder stops, and its fencing token is larger', async () => {
+  it('takes over once the holder closes: the holder leaves the fleet, the other takes the lease at its next heartbeat, with a larger token', async () => {
     const store = new FlakyStore();
-    const first = replica(store, { every: 100 });
+    const [first, second] = pair(store);
+    const holder = job(store, { every: 100 }, first);
     await flush();
-    const second = replica(store, { every: 100 });
+    const other = job(store, { every: 100 }, second);
     await advance(500);
-    await first.scheduler.stop();
+    await holder.scheduler.stop();
     expect(store.holder('job')).toBeUndefined();
-    await advance(INTERVAL + 100);
-    const [taken] = second.log.of('leaseAcquired');
-    expect(taken.fencingToken).toBeGreaterThan(first.log.of('leaseAcquired')[0].fencingToken);
-    expect(second.contexts.length).toBeGreaterThan(0);
-    expect(second.contexts.every((context) => context.fencingToken === taken.fencingToken)).toBe(true);
+    expect(store.releases.at(-1)).toEqual({
+      owner: first.owner,
+      leases: [{ name: 'job', fencingToken: holder.log.of('leaseAcquired')[0].fencingToken }],
+      leave: true,
+    });
+    const closed = now();
+    await advance(INTERVAL);
+    const [taken] = other.log.of('leaseAcquired');
+    expect(taken.fencingToken).toBeGreaterThan(holder.log.of('leaseAcquired')[0].fencingToken);
+    // The heartbeat that found the holder gone took the lease right after, with a second one.
+    const acquiring = store.of(second.owner).find((beat) => beat.acquire.length > 0)!;
+    expect(acquiring.at - closed).toBeLessThanOrEqual(INTERVAL);
+    expect(other.contexts.length).toBeGreaterThan(0);
+    expect(other.contexts.every((context) => context.fencingToken === taken.fencingToken)).toBe(true);
   });
 
   it('an answer that comes after the lease would be counted valid is given back, not used', async () => {
     const store = new FlakyStore();
     store.state = 'hanging';
-    const { log, contexts } = replica(store, { every: 100 });
+    store.hangOnlyAcquiring = true;
+    const { log, contexts, replica } = job(store, { every: 100 });
     await advance(LEASE_MS - MARGIN);
     store.resume();
     await flush();
     expect(log.of('leaseAcquired')).toEqual([]);
-    expect(store.of('release').map((call) => call.token)).toEqual([store.of('acquire')[0].token]);
+    expect(store.releases).toEqual([
+      { owner: replica.owner, leases: [{ name: 'job', fencingToken: expect.any(Number) }], leave: false },
+    ]);
     expect(store.holder('job')).toBeUndefined();
     await advance(INTERVAL);
     expect(log.of('leaseAcquired')).toEqual([
@@ -217,38 +269,37 @@ describe('acquiring', () => {
     expect(contexts.length).toBeGreaterThan(0);
   });
 
-  it('one command at a time: while an acquire hangs, no other is sent', async () => {
+  it('one heartbeat at a time: while one hangs, no other is sent', async () => {
     const store = new FlakyStore();
     store.state = 'hanging';
-    replica(store, { every: 100 });
+    job(store, { every: 100 });
     await advance(5 * INTERVAL);
-    expect(store.of('acquire')).toHaveLength(1);
+    expect(store.heartbeats).toHaveLength(1);
   });
 });
 
 describe('renewing', () => {
-  it('renews every leaseMs / 3 with the token it acquired with, and keeps the lease for good', async () => {
+  it('renews every leaseMs / 3 with the token it acquired, and keeps the lease for good', async () => {
     const store = new FlakyStore();
-    const { log, contexts } = replica(store, { every: 100 });
+    const { log, contexts, replica } = job(store, { every: 100 });
     await flush();
     await advance(10 * INTERVAL);
-    const [acquired] = store.of('acquire');
-    const renewals = store.of('renew');
-    expect(renewals.map((call) => call.at - acquired.at)).toEqual(
+    const [, acquiring, ...renewals] = store.of(replica.owner);
+    const [{ fencingToken }] = log.of('leaseAcquired');
+    expect(renewals.map((beat) => beat.at - acquiring.at)).toEqual(
       Array.from({ length: 10 }, (_, i) => (i + 1) * INTERVAL),
     );
-    expect(renewals.every((call) => call.token === acquired.token)).toBe(true);
+    expect(renewals.every((beat) => beat.renew[0]?.fencingToken === fencingToken)).toBe(true);
     expect(log.of('leaseLost')).toEqual([]);
     expect(contexts).toHaveLength(100);
   });
 
-  it('a renewal refused (stale token) loses the lease: runs stopped with leaseLost, nothing starts', async () => {
+  it('a renewal refused (another holds the lease) loses the lease: runs stopped with leaseLost, nothing starts', async () => {
     const store = new FlakyStore();
-    const { log, contexts } = replica(store, { every: 100, run: honouringRun });
+    const { log, contexts } = job(store, { every: 100, run: honouringRun });
     await flush();
     await advance(150);
     expect(contexts).toHaveLength(1);
-    // Another replica's token now holds the key: this one's is stale.
     store.steal('job');
     await advance(INTERVAL - 150);
     expect(log.of('leaseLost')).toEqual([
@@ -269,9 +320,9 @@ describe('renewing', () => {
     expect(contexts).toHaveLength(started);
   });
 
-  it('a renewal that errors loses the lease at once; acquiring resumes once Redis answers', async () => {
+  it('a heartbeat that errors loses the leases it renews at once; taking them resumes once the store answers', async () => {
     const store = new FlakyStore();
-    const { log, contexts } = replica(store, { every: 100 });
+    const { log, contexts, replica } = job(store, { every: 100 });
     await flush();
     await advance(INTERVAL - 50);
     store.state = 'down';
@@ -282,21 +333,24 @@ describe('renewing', () => {
     const before = contexts.length;
     await advance(10 * LEASE_MS);
     expect(contexts).toHaveLength(before);
-    expect(store.of('acquire').length).toBeGreaterThan(10);
-    // The key this replica held expired by itself in the meantime.
+    // One attempt per heartbeat, no more: a store that fails is not asked faster.
+    const attempts = store.of(replica.owner).filter((beat) => beat.acquire.length > 0);
+    expect(attempts.length).toBeGreaterThanOrEqual(29);
+    expect(attempts.length).toBeLessThanOrEqual(31);
+    // The lease this replica held expired by itself in the meantime.
     store.state = 'up';
-    await advance(INTERVAL);
+    await advance(INTERVAL + 100);
     const [first, second] = log.of('leaseAcquired').map((event) => event.fencingToken);
     expect(second).toBeGreaterThan(first);
     expect(contexts.length).toBeGreaterThan(before);
     expect(contexts.at(-1)!.fencingToken).toBe(second);
   });
 
-  it('a renewal that hangs loses the lease at sent + leaseMs − margin, not a moment before', async () => {
+  it('a heartbeat that hangs loses the lease at sent + leaseMs − margin, not a moment before', async () => {
     const store = new FlakyStore();
-    const { log, scheduler } = replica(store, { every: 100 });
+    const { log, scheduler, replica } = job(store, { every: 100 });
     await flush();
-    const acquiredAt = store.of('acquire')[0].at;
+    const acquiredAt = store.heartbeats[1].at;
     store.state = 'hanging';
     await advance(acquiredAt + LEASE_MS - MARGIN - 1 - now());
     expect(log.of('leaseLost')).toEqual([]);
@@ -305,8 +359,8 @@ describe('renewing', () => {
     expect(log.of('leaseLost')).toEqual([
       { type: 'leaseLost', name: 'job', reason: 'no renewal succeeded before the lease ran out' },
     ]);
-    // Redis still holds the key for another margin: this replica stopped first.
-    expect(store.holder('job')).toBe(store.of('acquire')[0].token);
+    // The store still holds the lease for another margin: this replica stopped first.
+    expect(store.holder('job')).toBe(replica.owner);
     await advance(5 * INTERVAL);
     expect(log.of('started')).toHaveLength(started);
     expect(scheduler.running).toBe(0);
@@ -314,7 +368,7 @@ describe('renewing', () => {
 
   it('a late success of a renewal made before the lease was lost is ignored', async () => {
     const store = new FlakyStore();
-    const { log } = replica(store, { every: 100 });
+    const { log } = job(store, { every: 100 });
     await flush();
     store.state = 'hanging';
     await advance(LEASE_MS);
@@ -327,27 +381,31 @@ describe('renewing', () => {
 });
 
 describe('a holder paused past its lease', () => {
-  it('renews nothing when it wakes: it gives the lease up, and another replica takes it at once', async () => {
+  it('renews nothing when it wakes: it gives the lease up, and takes it anew with a larger token', async () => {
     const store = new FlakyStore();
-    const paused = replica(store, { every: 100 });
+    const paused = job(store, { every: 100 });
     await flush();
-    const other = replica(store, { every: 100 });
     await advance(INTERVAL / 2);
-    const renewals = store.of('renew').length;
-    // The process is paused for 90% of the lease: on waking, its renewal and its expiry are both due, and
+    const renewals = store.heartbeats.filter((beat) => beat.renew.length > 0).length;
+    // The process is paused for 90% of the lease: on waking, its heartbeat and its expiry are both due, and
     // the store still has its lease for a little while.
     const fakeNow = performance.now.bind(performance);
     jest.spyOn(performance, 'now').mockImplementation(() => fakeNow() + LEASE_MS * 0.9);
     await advance(INTERVAL / 2);
-    expect(store.of('renew')).toHaveLength(renewals);
+    expect(store.heartbeats.filter((beat) => beat.renew.length > 0)).toHaveLength(renewals);
     expect(paused.log.of('leaseLost')).toEqual([
-      expect.objectContaining({ reason: expect.stringContaining('ran out before it could be renewed') }),
+      expect.objectContaining({ reason: 'no renewal succeeded before the lease ran out' }),
     ]);
-    const pausedToken = store.of('acquire')[0].token;
-    expect(store.of('release').map((call) => call.token)).toEqual([pausedToken]);
-    expect(store.holder('job')).not.toBe(pausedToken);
+    const [{ fencingToken }] = paused.log.of('leaseAcquired');
+    expect(store.releases[0]).toEqual({
+      owner: paused.replica.owner,
+      leases: [{ name: 'job', fencingToken }],
+      leave: false,
+    });
     await advance(INTERVAL);
-    expect(other.log.of('leaseAcquired')).toHaveLength(1);
+    const tokens = paused.log.of('leaseAcquired').map((event) => event.fencingToken);
+    expect(tokens).toHaveLength(2);
+    expect(tokens[1]).toBeGreaterThan(tokens[0]);
   });
 });
 
@@ -356,7 +414,7 @@ describe('releasing', () => {
     const store = new FlakyStore();
     const ending = deferred();
     const order: string[] = [];
-    const { log, scheduler } = replica(store, {
+    const { log, scheduler } = job(store, {
       every: 100,
       run: () => ending.promise.then(() => void order.push('run ended')),
     });
@@ -364,33 +422,35 @@ describe('releasing', () => {
     await advance(100);
     const stopped = scheduler.stop().then(() => order.push('stopped'));
     await advance(2 * INTERVAL);
-    expect(store.of('renew')).toHaveLength(2);
-    expect(store.of('release')).toHaveLength(0);
+    expect(store.heartbeats.filter((beat) => beat.renew.length > 0)).toHaveLength(2);
+    expect(store.releases).toHaveLength(0);
     ending.resolve();
     await stopped;
-    order.push(`released: ${store.of('release').length}`);
+    order.push(`released: ${store.releases.length}`);
     expect(order).toEqual(['run ended', 'stopped', 'released: 1']);
     expect(store.holder('job')).toBeUndefined();
     expect(log.of('leaseLost')).toEqual([]);
     expect(log.of('finished').map((event) => event.reason)).toEqual(['shutdown']);
   });
 
-  it('a replica that stops stops competing: a lease acquired after stop() is given back', async () => {
+  it('a replica that stops stops competing: a lease taken after stop() is given back', async () => {
     const store = new FlakyStore();
     store.state = 'hanging';
-    const { log, scheduler } = replica(store, { every: 100 });
+    store.hangOnlyAcquiring = true;
+    const { log, scheduler } = job(store, { every: 100 });
+    await flush();
     await scheduler.stop();
     store.resume();
     await flush();
     expect(log.of('leaseAcquired')).toEqual([]);
     expect(store.holder('job')).toBeUndefined();
     await advance(5 * INTERVAL);
-    expect(store.of('acquire')).toHaveLength(1);
+    expect(store.heartbeats.filter((beat) => beat.acquire.length > 0)).toHaveLength(1);
   });
 
-  it('stop() does not wait for a Redis that does not answer longer than leaseMs / 3', async () => {
+  it('stop() does not wait for a store that does not answer longer than leaseMs / 3', async () => {
     const store = new FlakyStore();
-    const { scheduler } = replica(store, { every: 100 });
+    const { scheduler } = job(store, { every: 100 });
     await flush();
     store.state = 'hanging';
     let stopped = false;
@@ -403,7 +463,7 @@ describe('releasing', () => {
 
   it('a lease lost while runs drain does not start anything, and stop() still resolves', async () => {
     const store = new FlakyStore();
-    const { log, scheduler, contexts } = replica(store, {
+    const { log, scheduler, contexts } = job(store, {
       every: 100,
       run: honouringRun,
       jobShutdown: Infinity,
@@ -420,8 +480,9 @@ describe('releasing', () => {
 describe('exclusive runs', () => {
   it('manual mode: tick() without the lease is notLeaseHolder; with it, the run has the fencing token', async () => {
     const store = new FlakyStore();
-    const holder = replica(store, { every: 100, mode: 'manual' });
-    const other = replica(store, { every: 100, mode: 'manual' });
+    const [first, second] = pair(store);
+    const holder = job(store, { every: 100, mode: 'manual' }, first);
+    const other = job(store, { every: 100, mode: 'manual' }, second);
     await flush();
     await expect(other.scheduler.tick()).resolves.toEqual({ ok: false, error: 'notLeaseHolder' });
     await expect(other.scheduler.syncTick()).resolves.toEqual({ ok: false, error: 'notLeaseHolder' });
@@ -433,7 +494,7 @@ describe('exclusive runs', () => {
   it('a lease lost while the guard is pending starts no run', async () => {
     const store = new FlakyStore();
     const guard = deferred<boolean>();
-    const { log, contexts, scheduler } = replica(store, {
+    const { log, contexts, scheduler } = job(store, {
       every: 100,
       mode: 'manual',
       when: () => guard.promise,
@@ -451,11 +512,11 @@ describe('exclusive runs', () => {
 
   it('runs of a job that is not exclusive have no fencing token, even with a coordinator', async () => {
     const store = new FlakyStore();
-    const { contexts, log } = replica(store, { every: 100, exclusive: false });
+    const { contexts, log } = job(store, { every: 100, exclusive: false });
     await advance(100);
     expect(contexts).toHaveLength(1);
     expect(contexts[0].fencingToken).toBeUndefined();
-    expect(store.calls).toEqual([]);
+    expect(store.heartbeats).toEqual([]);
     expect(log.of('leaseAcquired')).toEqual([]);
   });
 });

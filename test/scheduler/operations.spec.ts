@@ -241,7 +241,8 @@ describe('status()', () => {
     await flush();
     await scheduler.tick();
     jest.spyOn(coordinator, 'renew').mockResolvedValue(false);
-    await jest.advanceTimersByTimeAsync(300);
+    // The next heartbeat, within 100 ms, finds the lease refused (and the store frees it only at 300 ms).
+    await jest.advanceTimersByTimeAsync(150);
     expect(scheduler.status()).toMatchObject({
       lease: { held: false, fencingToken: null },
       lastFinished: { reason: 'leaseLost' },

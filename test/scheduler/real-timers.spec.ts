@@ -2,7 +2,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from '@jest/globals';
 import type { PeriodicEvent } from '../../lib/scheduler/events.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
+import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
+import { type PeriodicScheduleWrite, StoreLog } from '../../lib/scheduler/coordinator-port.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
+import { Replica } from '../../lib/scheduler/replica.js';
 import { deferred, EventLog } from './helpers.js';
 
 // Real timers. These tests assert the shape of the schedule (the grid, never early, missed slots), never how
@@ -143,5 +146,45 @@ describe('the async context of ticks', () => {
     await done.promise;
     await Promise.all([before.stop(), inside.stop()]);
     expect(new Set([...seen.before, ...seen.inside])).toEqual(new Set([undefined]));
+  });
+});
+
+describe('the store traffic of exclusive jobs on real timers', () => {
+  it('the jobs of a replica whose ticks fall together claim their slots in one write', async () => {
+    const writes: number[] = [];
+    const store = new (class extends InMemoryCoordinator {
+      override writeSchedules(owner: string, batch: PeriodicScheduleWrite[]): Promise<boolean[]> {
+        writes.push(batch.length);
+        return super.writeSchedules(owner, batch);
+      }
+    })({ leaseMs: 3000 });
+    const replica = new Replica(new StoreLog(store));
+    const runs = { count: 0 };
+    const done = deferred();
+    const jobs = Array.from(
+      { length: 200 },
+      (_, i) =>
+        new PeriodicScheduler(
+          {
+            name: `job-${i}`,
+            every: 100,
+            exclusive: true,
+            coordinator: store,
+            run: () => {
+              if (++runs.count === 200 * 5) done.resolve();
+            },
+          },
+          () => undefined,
+          { replica },
+        ),
+    );
+    for (const job of jobs) job.start();
+    await done.promise;
+    await Promise.all(jobs.map((job) => job.stop()));
+    // 1,000 claims (5 ticks of 200 jobs started together) in a few writes, not one each: a busy machine may
+    // split a tick instant over several fires of the timer, so the bound is wide.
+    const claims = writes.reduce((sum, count) => sum + count, 0);
+    expect(claims).toBeGreaterThanOrEqual(1000);
+    expect(writes.length).toBeLessThan(claims / 10);
   });
 });

@@ -1,0 +1,458 @@
+// One replica of the fleet, for one coordinator: the leases of every exclusive job of the replica, renewed,
+// taken and given up together in a heartbeat every leaseMs / 3, so that the replica's traffic to the store
+// does not grow with its number of jobs; and the jobs spread over the live replicas by rendezvous hashing.
+import { createHash, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  type HeartbeatAnswer,
+  type PeriodicFleetMember,
+  type PeriodicFleetSchedule,
+  type PeriodicHeartbeat,
+  type PeriodicLeaseHeld,
+  type PeriodicScheduleWrite,
+  StoreCalls,
+  type StoreLog,
+} from './coordinator-port.js';
+import { DeadlineTimer, now } from './deadline-timer.js';
+import { messageOf } from './errors.js';
+
+/** What a job tells the lease it holds, and is told by it. */
+export interface LeaseHolder {
+  /** The lease is taken, with the job's schedule as the store keeps it. */
+  leaseAcquired(fencingToken: number, schedule: PeriodicFleetSchedule | null): void;
+  /** The lease is lost (not given up on purpose): the job's runs are stopped. */
+  leaseLost(reason: string): void;
+  /** Runs in flight, or a claim pending: a lease handed over to another replica waits for them to end. */
+  readonly busy: boolean;
+  /** The lease is about to be given up on purpose: a slot claimed and not started goes back to the fleet. */
+  givingUp(): Promise<void>;
+}
+
+/** A job's lease as this replica sees it; whether it is held is answered from memory. */
+export class Lease {
+  /** The fencing token of the current holding; 0 while the lease is not held. */
+  fencingToken = 0;
+  /** @internal On the `now()` timeline: until when the holding counts, a margin before the store's expiry. */
+  validUntil = 0;
+  /**
+   * @internal `competing`: the replica takes the lease when the fleet's spread gives it the job. `handing`: held,
+   * and given to the replica the spread gives it now, once the job's runs have ended; it starts nothing meanwhile.
+   * `retired`: the job stopped; held until `release()`, taken no more. `released`: done.
+   */
+  phase: 'competing' | 'handing' | 'retired' | 'released' = 'competing';
+  /** @internal Whether the fleet's spread gives this replica the job. */
+  owned = false;
+
+  constructor(
+    private readonly replica: Replica,
+    readonly name: string,
+    /** @internal */ readonly holder: LeaseHolder,
+  ) {}
+
+  /** Whether the replica holds the lease now, to start runs: taken, not past its validity, not being handed over. */
+  get held(): boolean {
+    return this.fencingToken !== 0 && this.phase !== 'handing' && now() < this.validUntil;
+  }
+
+  /** Competes for the lease: the replica takes it at its next heartbeat if the fleet's spread gives it the job. */
+  start(): void {
+    this.replica.join(this);
+  }
+
+  /** Takes the lease no more; one held now is still renewed, until `release()`. */
+  retire(): void {
+    if (this.phase === 'released') return;
+    this.phase = 'retired';
+    if (this.fencingToken === 0) this.replica.leave(this);
+  }
+
+  /**
+   * Stops for good, and gives the lease up in the store if it is held, once `after` has settled (the last write
+   * of the job's schedule), so that another replica takes over without waiting for it to expire. Resolves when
+   * the store has answered, or after `leaseMs / 3` if it does not.
+   */
+  release(after?: Promise<unknown>): Promise<void> {
+    this.phase = 'released';
+    return this.replica.release(this, after);
+  }
+
+  /** The job's runs and claims have ended: a lease being handed over is given up now. */
+  idle(): void {
+    if (this.phase === 'handing' && !this.holder.busy) this.replica.handOver(this);
+  }
+
+  /**
+   * Writes the job's schedule, if this replica holds the lease (being handed over included: the last run's end
+   * and a slot given back are written before the lease goes): resolves whether the store took it.
+   */
+  writeSchedule(schedule: PeriodicFleetSchedule): Promise<boolean> {
+    if (this.fencingToken === 0 || now() >= this.validUntil) return Promise.resolve(false);
+    return this.replica.write(this, schedule);
+  }
+}
+
+/** What one replica's name is by default: the machine and the process. */
+export function defaultReplicaName(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+/**
+ * One replica of the fleet for one coordinator: every exclusive job of the replica holds its lease through it.
+ * Every `leaseMs / 3` it sends one heartbeat: its member record, the renewal of every lease it holds, and the
+ * taking of those the fleet's spread gives it (rendezvous hashing of job names over the live members, so that
+ * each of R replicas holds about N/R of N jobs, and a member that comes or goes moves only its share). Writes of
+ * schedules made in one turn of the event loop (the claims of the ticks of one instant) go to the
+ * store in one step. A lease that the spread gives to
+ * another member is handed over: the job starts nothing more, and once its runs have ended its lease is given
+ * up and the other takes it at its next heartbeat. A holding counts until `sent + leaseMs − margin` on this
+ * replica's monotonic clock, `sent` read before the heartbeat that took or renewed it went out.
+ */
+export class Replica {
+  /** This replica's session: the owner of its leases in the store, new with each process. */
+  readonly owner: string;
+  readonly calls: StoreCalls;
+  /** The leases of the replica's jobs, by job name. */
+  private readonly leases = new Map<string, Lease>();
+  /** The live members, as the last heartbeat found them; until the first answer, this replica alone. */
+  private members: PeriodicFleetMember[] = [];
+  /** The job digest and the members' owners, as the spread was last computed from them. */
+  private spread = '';
+  private digest = '';
+  private readonly interval: number;
+  private readonly margin: number;
+  /** When the spread last changed, on the `now()` timeline: leases it gives are expected for a lease period. */
+  private spreadAt = -Infinity;
+  private readonly beat = new DeadlineTimer({ onDeadline: () => void this.heartbeat() });
+  private readonly expiry = new DeadlineTimer({ onDeadline: () => this.expire() });
+  private beating = false;
+  /** A job joined while a heartbeat was out: the next comes at once. */
+  private soon = false;
+  /** The first heartbeat only writes the member record: the next takes leases, knowing the fleet. */
+  private known = false;
+  /** Writes of schedules of this turn of the event loop, sent together at its end. */
+  private writes: { lease: Lease; schedule: PeriodicFleetSchedule; done: (ok: boolean) => void }[] = [];
+  /** Leases of stopped jobs to give up, with this turn's others. */
+  private releases: { held: PeriodicLeaseHeld | undefined; done: () => void }[] = [];
+
+  /**
+   * @param store the coordinator, and where its failures are reported.
+   * @param name the replica's name, as status and logs show it.
+   */
+  constructor(
+    store: StoreLog,
+    readonly name: string = defaultReplicaName(),
+  ) {
+    this.calls = new StoreCalls(store);
+    this.owner = `${name}/${randomUUID()}`;
+    this.interval = this.calls.leaseMs / 3;
+    this.margin = this.calls.leaseMs / 10;
+  }
+
+  /** @internal The lease of a job that starts: taken at the next heartbeat, which comes at once if none is due. */
+  join(lease: Lease): void {
+    if (this.leases.size === 0) {
+      // (Again) the first job: the replica joins the fleet, and learns who is in it before it takes leases.
+      this.calls.silence(false);
+      this.known = false;
+    }
+    this.leases.set(lease.name, lease);
+    // Which member the spread gives the job is known at the next heartbeat, which counts it.
+    this.digest = '';
+    this.spread = '';
+    if (this.beating) this.soon = true;
+    else this.beatNow();
+  }
+
+  /** A heartbeat at the end of this turn: the jobs that start together are taken together. */
+  private beatNow(): void {
+    this.beat.cancel();
+    void Promise.resolve().then(() => this.heartbeat());
+  }
+
+  /** @internal A job that holds no lease and stops. */
+  leave(lease: Lease): void {
+    if (this.leases.get(lease.name) !== lease) return;
+    this.leases.delete(lease.name);
+    this.digest = '';
+    this.stopWhenEmpty();
+  }
+
+  /** @internal Writes a schedule with the others of this turn of the event loop, in one step. */
+  write(lease: Lease, schedule: PeriodicFleetSchedule): Promise<boolean> {
+    return new Promise((done) => {
+      // The ticks that the shared timer fires together claim their slots together.
+      if (this.writes.length === 0) void Promise.resolve().then(() => this.flushWrites());
+      this.writes.push({ lease, schedule, done });
+    });
+  }
+
+  /**
+   * @internal Gives a stopped job's lease up, once `after` has settled, with the other releases of that turn (an
+   * application that closes releases all its leases at once); the last job's also leaves the fleet.
+   */
+  async release(lease: Lease, after?: Promise<unknown>): Promise<void> {
+    await after?.catch(() => undefined);
+    const { fencingToken, name } = lease;
+    lease.fencingToken = 0;
+    this.leave(lease);
+    await this.giveUp(fencingToken === 0 ? undefined : { name, fencingToken });
+  }
+
+  /**
+   * Gives a lease up in the store with the others of this turn, in one step (and with none, lets the store
+   * know the replica left, if its last job has stopped). A failure was reported; the lease then expires.
+   */
+  private giveUp(held: PeriodicLeaseHeld | undefined): Promise<void> {
+    return new Promise<void>((done) => {
+      if (this.releases.length === 0) void Promise.resolve().then(() => this.flushReleases());
+      this.releases.push({ held, done });
+    });
+  }
+
+  private async flushReleases(): Promise<void> {
+    const releases = this.releases;
+    this.releases = [];
+    const held = releases.flatMap((release) => (release.held === undefined ? [] : [release.held]));
+    const last = this.leases.size === 0;
+    if (held.length > 0 || last) await this.calls.releaseAll(this.owner, held, last).catch(() => undefined);
+    // The replica has left: whatever the store answers from now on is not reported.
+    if (last) this.calls.silence();
+    for (const release of releases) release.done();
+  }
+
+  private async flushWrites(): Promise<void> {
+    const writes = this.writes;
+    this.writes = [];
+    const sent: PeriodicScheduleWrite[] = [];
+    const pending: typeof writes = [];
+    for (const write of writes) {
+      const { fencingToken, name } = write.lease;
+      if (fencingToken === 0) write.done(false);
+      else {
+        sent.push({ name, fencingToken, schedule: write.schedule });
+        pending.push(write);
+      }
+    }
+    if (sent.length === 0) return;
+    // A failure was reported, and drops the writes: a slot whose claim failed is not run.
+    const taken = await this.calls.writeSchedules(this.owner, sent).catch(() => sent.map(() => false));
+    pending.forEach((write, i) => write.done(taken[i]));
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.beating || this.leases.size === 0) return;
+    this.beating = true;
+    const request = this.request();
+    const sent = now();
+    let reply: HeartbeatAnswer | undefined;
+    try {
+      reply = await this.calls.heartbeat(request);
+    } catch (error) {
+      // Reported. A renewal that fails loses the lease at once (a store that is slow to answer keeps it until its
+      // validity runs out); the next heartbeat tries again.
+      for (const { name, fencingToken } of request.renew) {
+        const lease = this.leases.get(name);
+        if (lease?.fencingToken === fencingToken) this.lose(lease, `the renewal failed: ${messageOf(error)}`);
+      }
+      this.armExpiry();
+    }
+    this.beating = false;
+    const spread = this.spread;
+    if (reply !== undefined) this.answered(request, reply, sent);
+    if (this.leases.size === 0) return;
+    // The first answer names the fleet, and a change of its members may give this replica leases that are
+    // free (a member closed or died): they are taken at once.
+    const first = reply !== undefined && !this.known;
+    if (first) this.known = true;
+    const expecting = reply !== undefined && this.expecting();
+    if (first || this.soon || (expecting && this.spread !== spread)) this.beatNow();
+    else this.beat.armAt(sent + (expecting ? this.interval / 8 : this.interval));
+    this.soon = false;
+    for (const lease of this.leases.values()) lease.idle();
+  }
+
+  /**
+   * Whether leases the spread gave this replica lately are still held elsewhere: their holders give them up
+   * once their runs end, within a heartbeat of theirs, and this replica asks for them eight times as often
+   * meanwhile, for one lease period, so that a handover leaves a gap of `leaseMs / 24` at most, not a heartbeat.
+   */
+  private expecting(): boolean {
+    if (now() - this.spreadAt > this.calls.leaseMs) return false;
+    for (const lease of this.leases.values()) {
+      if (lease.owned && lease.phase === 'competing' && lease.fencingToken === 0) return true;
+    }
+    return false;
+  }
+
+  private request(): PeriodicHeartbeat {
+    // A holding past its validity (the process was paused, its event loop blocked) is not renewed: renewing now
+    // could extend a lease that another replica may by now consider free. It is given up instead.
+    this.expire();
+    this.spreadJobs();
+    const renew: PeriodicLeaseHeld[] = [];
+    const acquire: string[] = [];
+    for (const lease of this.leases.values()) {
+      if (lease.fencingToken !== 0) renew.push({ name: lease.name, fencingToken: lease.fencingToken });
+      else if (lease.phase === 'competing' && lease.owned && this.known) acquire.push(lease.name);
+    }
+    return { member: { owner: this.owner, replica: this.name, jobs: this.jobsDigest() }, renew, acquire };
+  }
+
+  private answered(request: PeriodicHeartbeat, reply: HeartbeatAnswer, sent: number): void {
+    const validUntil = sent + this.calls.leaseMs - this.margin;
+    const late = now() >= validUntil;
+    request.renew.forEach(({ name, fencingToken }, i) => {
+      const lease = this.leases.get(name);
+      if (lease === undefined || lease.fencingToken !== fencingToken) return;
+      const failure = reply.failedRenewals?.get(name);
+      if (failure !== undefined) this.lose(lease, `the renewal failed: ${messageOf(failure)}`);
+      else if (!reply.renewed[i]) {
+        this.lose(lease, 'the store refused the renewal: the lease had expired or another replica holds it');
+      } else if (!late) lease.validUntil = validUntil;
+    });
+    request.acquire.forEach((name, i) => {
+      const taken = reply.acquired[i];
+      if (taken === null) return;
+      const lease = this.leases.get(name);
+      if (lease === undefined || lease.phase !== 'competing' || lease.fencingToken !== 0 || late) {
+        // Taken after the job stopped, or answered too late to be trusted: given back.
+        void this.giveUp({ name, fencingToken: taken.fencingToken });
+        return;
+      }
+      lease.fencingToken = taken.fencingToken;
+      lease.validUntil = validUntil;
+      lease.holder.leaseAcquired(taken.fencingToken, taken.schedule);
+    });
+    this.members = reply.members;
+    this.spreadJobs();
+    this.armExpiry();
+  }
+
+  /** Which jobs the fleet's spread gives this replica, computed again when the members change. */
+  private spreadJobs(): void {
+    // Over the members with the same jobs (replicas of one version of the application): each job they share has
+    // one owner among them; replicas with other jobs (another version, during a rolling deploy, or other
+    // processes of the application) spread theirs among themselves, and a job of both is held by one of the
+    // two owners, whichever takes it first.
+    const jobs = this.jobsDigest();
+    const owners = this.members
+      .filter((member) => member.jobs === jobs || member.owner === this.owner)
+      .map((member) => member.owner)
+      .sort();
+    const spread = `${jobs}\n${owners.join('\n')}`;
+    if (spread === this.spread) return;
+    this.spread = spread;
+    this.spreadAt = now();
+    const owner = spreadOver([...this.leases.keys()], owners);
+    for (const lease of this.leases.values()) {
+      // A lease held that the spread gives another member is handed over.
+      lease.owned = owner.get(lease.name) === this.owner;
+      if (!lease.owned && lease.phase === 'competing' && lease.fencingToken !== 0) lease.phase = 'handing';
+      else if (lease.owned && lease.phase === 'handing') lease.phase = 'competing';
+    }
+  }
+
+  /** @internal Gives up a lease handed over whose job is idle, for its new owner to take. */
+  handOver(lease: Lease): void {
+    const { name, fencingToken } = lease;
+    lease.phase = 'competing';
+    void lease.holder.givingUp().then(() => {
+      if (lease.fencingToken !== fencingToken) return;
+      lease.fencingToken = 0;
+      this.armExpiry();
+      return this.giveUp({ name, fencingToken });
+    });
+  }
+
+  /** The earliest validity of the leases held: when it runs out, those past it are lost. */
+  private armExpiry(): void {
+    let earliest = Infinity;
+    for (const lease of this.leases.values()) {
+      if (lease.fencingToken !== 0) earliest = Math.min(earliest, lease.validUntil);
+    }
+    if (earliest === Infinity) this.expiry.cancel();
+    else this.expiry.armAt(earliest);
+  }
+
+  /**
+   * Holdings past their validity are lost, and given up in the store, so that another replica takes them at once
+   * (a store that does not answer lets them expire by themselves).
+   */
+  private expire(): void {
+    const time = now();
+    for (const lease of this.leases.values()) {
+      const { fencingToken, name } = lease;
+      if (fencingToken === 0 || time < lease.validUntil) continue;
+      this.lose(lease, 'no renewal succeeded before the lease ran out');
+      void this.giveUp({ name, fencingToken });
+    }
+    this.armExpiry();
+  }
+
+  private lose(lease: Lease, reason: string): void {
+    lease.fencingToken = 0;
+    if (lease.phase === 'handing') lease.phase = 'competing';
+    if (lease.phase === 'retired') this.leave(lease);
+    lease.holder.leaseLost(reason);
+  }
+
+  private stopWhenEmpty(): void {
+    if (this.leases.size > 0) return;
+    this.beat.cancel();
+    this.expiry.cancel();
+  }
+
+  /** A digest of the replica's job names: replicas of one version of an application have the same. */
+  private jobsDigest(): string {
+    if (this.digest === '') {
+      const names = [...this.leases.keys()].sort().join('\n');
+      this.digest = createHash('sha1').update(names).digest('base64url').slice(0, 16);
+    }
+    return this.digest;
+  }
+}
+
+/** A 32-bit hash of a string (FNV-1a), the seed of a member or of a job in the spread. */
+function hash(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * Which of `owners` holds each of `jobs`, the same on every replica that has these jobs: rendezvous hashing with
+ * bounded loads. Each job, in the order of their hashes, goes to the member with the highest score for it
+ * among those that hold fewer than their share (⌊N/R⌋, or one more for the first N mod R that reach it), so
+ * that every member holds ⌊N/R⌋ or ⌈N/R⌉ jobs; a member that comes or goes moves little more than its share,
+ * as the scores of the others do not change.
+ */
+export function spreadOver(jobs: readonly string[], owners: readonly string[]): Map<string, string> {
+  const spread = new Map<string, string>();
+  if (owners.length === 0) return spread;
+  const sorted = [...owners].sort();
+  const seeds = sorted.map(hash);
+  const held = seeds.map(() => 0);
+  const share = Math.floor(jobs.length / seeds.length);
+  let larger = jobs.length % seeds.length;
+  const order = jobs.map((name) => ({ name, seed: hash(name) }));
+  order.sort((a, b) => a.seed - b.seed || (a.name < b.name ? -1 : 1));
+  for (const { name, seed } of order) {
+    let best = -1;
+    let highest = -1;
+    for (let i = 0; i < seeds.length; i++) {
+      if (held[i] > share || (held[i] === share && larger === 0)) continue;
+      const points = score(seeds[i], seed);
+      if (points > highest) [best, highest] = [i, points];
+    }
+    if (++held[best] > share) larger--;
+    spread.set(name, sorted[best]);
+  }
+  return spread;
+}
+
+/** A member's score for a job: a mix of their two seeds (murmur3's finaliser), the same on every replica. */
+function score(member: number, job: number): number {
+  let h = Math.imul(member ^ Math.imul(job, 0x9e3779b1), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
