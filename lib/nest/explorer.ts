@@ -8,7 +8,7 @@ import {
   type PeriodicSchedulerOptions,
 } from '../scheduler/options.js';
 import { nearest, readOptions } from '../scheduler/rules.js';
-import { PeriodicTelemetry } from '../telemetry/open-telemetry.js';
+import { PeriodicTelemetry } from './telemetry.js';
 import { LOGGER_CONTEXT } from './constants.js';
 import { periodicOptionsOf } from './decorator.js';
 import { PeriodicEvents } from './events.js';

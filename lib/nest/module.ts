@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { PeriodicConfigError } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
-import { PeriodicTelemetry } from '../telemetry/open-telemetry.js';
+import { PeriodicTelemetry } from './telemetry.js';
 import { PERIODIC_MODULE_OPTIONS } from './constants.js';
 import { PeriodicEvents } from './events.js';
 import { PeriodicExplorer } from './explorer.js';

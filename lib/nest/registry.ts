@@ -11,7 +11,7 @@ import { PeriodicScheduler, type SchedulerContext } from '../scheduler/periodic-
 import { nearest, readOptions } from '../scheduler/rules.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from '../scheduler/run.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
-import { PeriodicTelemetry } from '../telemetry/open-telemetry.js';
+import { PeriodicTelemetry } from './telemetry.js';
 import { PeriodicEvents } from './events.js';
 import { ModuleSettings } from './options.js';
 

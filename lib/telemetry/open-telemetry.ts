@@ -1,12 +1,10 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
 import { LOGGER_CONTEXT } from '../nest/constants.js';
 import { PeriodicEvents } from '../nest/events.js';
 import { logError } from '../nest/logger.js';
-import { ModuleSettings } from '../nest/options.js';
 import { isError, PeriodicConfigError } from '../scheduler/errors.js';
 import { FAILED_RUNS, type JobExitReason } from '../scheduler/events.js';
-import type { PeriodicSchedulerOptions } from '../scheduler/options.js';
 import type { PeriodicContext } from '../scheduler/run.js';
 
 type Api = typeof import('@opentelemetry/api');
@@ -15,35 +13,6 @@ type Api = typeof import('@opentelemetry/api');
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 /** Seconds: a tick on time is late by a millisecond or two. */
 const LATENESS_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30];
-
-type Job = PeriodicSchedulerOptions['run'];
-
-/**
- * The application's telemetry, a part of the module (not of its public API): with `telemetry: true`, each run is called
- * through OpenTelemetry once the module has initialised and loaded it (`load()`); without, jobs are called as
- * they are.
- */
-@Injectable()
-export class PeriodicTelemetry {
-  #recording: RunTelemetry | undefined;
-
-  constructor(
-    private readonly events: PeriodicEvents,
-    private readonly settings: ModuleSettings,
-  ) {}
-
-  /** Loads OpenTelemetry if the module's `telemetry` option is on; rejects with what to install if it is missing. */
-  async load(): Promise<void> {
-    if (this.settings.options.telemetry) this.#recording ??= await openTelemetry(this.events);
-  }
-
-  /** The job's function as the scheduler calls it: inside the run's span once OpenTelemetry is loaded. */
-  traced(job: Job): Job {
-    if (!this.settings.options.telemetry) return job;
-    // Read on each run: jobs are made before the module loads the telemetry.
-    return (context) => (this.#recording === undefined ? job(context) : this.#recording.run(context, job));
-  }
-}
 
 /**
  * Loads `@opentelemetry/api` (an optional peer) and records the runs of the application's jobs through it: a

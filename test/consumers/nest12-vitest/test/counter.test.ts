@@ -70,10 +70,11 @@ describe('a cron job', () => {
 
     await vi.advanceTimersByTimeAsync(25_000);
     expect(clock.slots).toEqual(['2026-01-01T00:00:10.000Z', '2026-01-01T00:00:20.000Z']);
-    // The clock set forward by a minute: at the next wake-up, one run for the latest slot that passed.
+    // The clock set forward by a minute: with the next advance, one run for the latest slot that passed
+    // (00:01:20; the five before it are missed), then the pattern's slots that fall in the advance.
     vi.setSystemTime(new Date('2026-01-01T00:01:25Z'));
     await vi.advanceTimersByTimeAsync(10_000);
-    expect(clock.slots.slice(2)).toEqual(['2026-01-01T00:01:30.000Z']);
+    expect(clock.slots.slice(2)).toEqual(['2026-01-01T00:01:20.000Z', '2026-01-01T00:01:30.000Z']);
 
     await moduleRef.close();
     expect(vi.getTimerCount()).toBe(0);
