@@ -111,6 +111,26 @@ end
 `;
 
 /**
+ * CHUNKED(command, key, items) calls the command with the key (none if nil) and the items, in steps of at most
+ * 960 items (Lua's unpack has a limit), and returns the replies of the steps one after the other: a batch
+ * reads or writes the fields and keys of all its jobs in a few calls, rather than a few per job.
+ */
+const CHUNKED = `local function chunked(command, key, items)
+  local replies = {}
+  for from = 1, #items, 960 do
+    local to = math.min(from + 959, #items)
+    local reply
+    if key then reply = redis.call(command, key, unpack(items, from, to))
+    else reply = redis.call(command, unpack(items, from, to)) end
+    if type(reply) == 'table' then
+      for i = 1, #reply do replies[#replies + 1] = reply[i] end
+    end
+  end
+  return replies
+end
+`;
+
+/**
  * KEYS: the hash, then the lease keys of the renewals and of the leases to acquire. ARGV: owner, replica, jobs,
  * leaseMs, the number of renewals, their tokens, then the job names in the order of KEYS. Writes the member's
  * record and forgets the expired ones; renews each lease the owner holds with that token; takes each lease to
@@ -118,7 +138,7 @@ end
  * and per lease taken or not, its token (0 when not taken) and its schedule's last, next and grid (empty when
  * none).
  */
-const HEARTBEAT = `${MEMBERS}
+const HEARTBEAT = `${MEMBERS}${CHUNKED}
 local owner, leaseMs, renewing = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -127,10 +147,16 @@ local record = string.format('%d', nowMs + leaseMs) .. '\t' .. ARGV[2] .. '\t' .
 redis.call('HSET', KEYS[1], 'member:' .. owner, record)
 local live = members(nowMs, record)
 local names = 5 + renewing
+local keys, fields = {}, {}
+for i = 1, renewing do
+  keys[i] = KEYS[1 + i]
+  fields[i] = 'token:' .. ARGV[names + i]
+end
+local holders = chunked('MGET', nil, keys)
+local tokens = chunked('HMGET', KEYS[1], fields)
 local renewed = {}
 for i = 1, renewing do
-  local name = ARGV[names + i]
-  if redis.call('GET', KEYS[1 + i]) == owner and redis.call('HGET', KEYS[1], 'token:' .. name) == ARGV[5 + i] then
+  if holders[i] == owner and tokens[i] == ARGV[5 + i] then
     redis.call('PEXPIRE', KEYS[1 + i], leaseMs)
     renewed[i] = 1
   else
@@ -155,22 +181,40 @@ end
 return {live, renewed, acquired}`;
 
 /**
- * KEYS: the hash, then the lease keys; ARGV: owner, then per write its job name, token, last, next and grid.
- * Writes each schedule as WRITE_SCHEDULE does: a 1 or 0 for each.
+ * KEYS: the hash; ARGV: owner, then per write its job name, token, last, next and grid (a job once at most).
+ * Writes each schedule as WRITE_SCHEDULE does, a 1 or 0 for each, but for the check that the owner still holds
+ * the lease: it holds it while its member record lives and the token is the job's latest. A heartbeat renews
+ * all the owner's leases with its record, to the same expiry, and a lease taken by another has a later token;
+ * so one field is read for the batch rather than a key per job.
  */
-const WRITE_SCHEDULES = `local taken = {}
-for i = 1, #KEYS - 1 do
+const WRITE_SCHEDULES = `${CHUNKED}
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local record = redis.call('HGET', KEYS[1], 'member:' .. ARGV[1])
+local live = record and tonumber(string.sub(record, 1, string.find(record, '\t', 1, true) - 1)) > nowMs
+local writes = (#ARGV - 1) / 5
+local fields = {}
+for i = 1, writes do
+  local name = ARGV[(i - 1) * 5 + 2]
+  fields[2 * i - 1] = 'token:' .. name
+  fields[2 * i] = 'last:' .. name
+end
+local held = chunked('HMGET', KEYS[1], fields)
+local taken, stored = {}, {}
+for i = 1, writes do
   local at = 1 + (i - 1) * 5
-  local name, last = ARGV[at + 1], ARGV[at + 3]
-  if redis.call('GET', KEYS[1 + i]) ~= ARGV[1]
-    or redis.call('HGET', KEYS[1], 'token:' .. name) ~= ARGV[at + 2]
-    or tonumber(last) < tonumber(redis.call('HGET', KEYS[1], 'last:' .. name) or '0') then
+  local name, last = ARGV[at + 1], tonumber(ARGV[at + 3])
+  if not live or held[2 * i - 1] ~= ARGV[at + 2] or last < tonumber(held[2 * i] or '0') then
     taken[i] = 0
   else
-    redis.call('HSET', KEYS[1], 'last:' .. name, last, 'next:' .. name, ARGV[at + 4], 'grid:' .. name, ARGV[at + 5])
     taken[i] = 1
+    local n = #stored
+    stored[n + 1], stored[n + 2] = 'last:' .. name, ARGV[at + 3]
+    stored[n + 3], stored[n + 4] = 'next:' .. name, ARGV[at + 4]
+    stored[n + 5], stored[n + 6] = 'grid:' .. name, ARGV[at + 5]
   end
 end
+chunked('HSET', KEYS[1], stored)
 return taken`;
 
 /**
@@ -326,7 +370,6 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
-    const keys = [this.keyPrefix, ...writes.map(({ name }) => this.#lease(name))];
     const args = writes.flatMap(({ name, fencingToken, schedule: { last, next, grid } }) => [
       name,
       fencingToken,
@@ -334,7 +377,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       next,
       grid,
     ]);
-    const reply = await this.#writeSchedules(keys.length, ...keys, owner, ...args);
+    const reply = await this.#writeSchedules(1, this.keyPrefix, owner, ...args);
     if (!Array.isArray(reply) || reply.length !== writes.length) {
       throw new Error(`Redis answered ${describeValue(reply)} to writeSchedules`);
     }

@@ -99,7 +99,13 @@ export interface PeriodicCoordinator {
    * of those it should hold. The owner of a lease is the member's session; a renewal checks the token too.
    */
   heartbeat?(request: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply>;
-  /** Several writes of `writeSchedule` in one step: for each, in order, whether the store took it. */
+  /**
+   * Several writes of `writeSchedule` in one step, each of a different job: for each, in order, whether the
+   * store took it. Unlike `writeSchedule`, it may take a write whose lease ran out or was given up, as long as
+   * no other owner took the lease since (the token is still the job's latest) and `owner`'s member record
+   * lives: nobody can have moved the schedule in between (the Redis coordinator checks one record per step
+   * rather than a key per job).
+   */
   writeSchedules?(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]>;
   /**
    * Gives up `leases`, each if `owner` still holds it with that token; with `leave`, also forgets the member

@@ -101,9 +101,8 @@ export function defaultReplicaName(): string {
  * Every `leaseMs / 3` it sends one heartbeat: its member record, the renewal of every lease it holds, and the
  * taking of those the fleet's spread gives it (rendezvous hashing of job names over the live members, so that
  * each of R replicas holds about N/R of N jobs, and a member that comes or goes moves only its share). Writes of
- * schedules made in one turn of the event loop (the claims of the ticks of one instant) go to the
- * store in one step. A lease that the spread gives to
- * another member is handed over: the job starts nothing more, and once its runs have ended its lease is given
+ * schedules (the claims of slots) go to the store in steps, one out at a time, each with all that came while
+ * the one before was out. A lease that the spread gives to another member is handed over: the job starts nothing more, and once its runs have ended its lease is given
  * up and the other takes it at its next heartbeat. A holding counts until `sent + leaseMs − margin` on this
  * replica's monotonic clock, `sent` read before the heartbeat that took or renewed it went out.
  */
@@ -129,8 +128,13 @@ export class Replica {
   private soon = false;
   /** The first heartbeat only writes the member record: the next takes leases, knowing the fleet. */
   private known = false;
-  /** Writes of schedules of this turn of the event loop, sent together at its end. */
+  /**
+   * Writes of schedules not sent yet: those of one turn of the event loop go together at its end, and while a
+   * step is out, all that come meanwhile go in the next, once it has been answered.
+   */
   private writes: { lease: Lease; schedule: PeriodicFleetSchedule; done: (ok: boolean) => void }[] = [];
+  /** A step of writes is out. */
+  private writing = false;
   /** Leases of stopped jobs to give up, with this turn's others. */
   private releases: { held: PeriodicLeaseHeld | undefined; done: () => void }[] = [];
 
@@ -177,11 +181,15 @@ export class Replica {
     this.stopWhenEmpty();
   }
 
-  /** @internal Writes a schedule with the others of this turn of the event loop, in one step. */
+  /**
+   * @internal Writes a schedule with the others of this turn of the event loop, in one step; while a step is out,
+   * with all that come until it is answered. The ticks that the shared timer fires together claim their slots
+   * together, and a replica whose jobs tick at many different instants sends one step per round trip to the
+   * store at most, however many: under load, the steps grow rather than queue up one by one.
+   */
   write(lease: Lease, schedule: PeriodicFleetSchedule): Promise<boolean> {
     return new Promise((done) => {
-      // The ticks that the shared timer fires together claim their slots together.
-      if (this.writes.length === 0) void Promise.resolve().then(() => this.flushWrites());
+      if (this.writes.length === 0 && !this.writing) void Promise.resolve().then(() => this.flushWrites());
       this.writes.push({ lease, schedule, done });
     });
   }
@@ -225,18 +233,27 @@ export class Replica {
     this.writes = [];
     const sent: PeriodicScheduleWrite[] = [];
     const pending: typeof writes = [];
+    const names = new Set<string>();
+    const time = now();
     for (const write of writes) {
-      const { fencingToken, name } = write.lease;
-      if (fencingToken === 0) write.done(false);
+      // The lease may have been lost, or run out, while the write waited for the step before.
+      const { fencingToken, name, validUntil } = write.lease;
+      if (fencingToken === 0 || time >= validUntil) write.done(false);
+      // A job's second write goes in the next step, to be checked against its first.
+      else if (names.has(name)) this.writes.push(write);
       else {
+        names.add(name);
         sent.push({ name, fencingToken, schedule: write.schedule });
         pending.push(write);
       }
     }
     if (sent.length === 0) return;
+    this.writing = true;
     // A failure was reported, and drops the writes: a slot whose claim failed is not run.
     const taken = await this.calls.writeSchedules(this.owner, sent).catch(() => sent.map(() => false));
+    this.writing = false;
     pending.forEach((write, i) => write.done(taken[i]));
+    if (this.writes.length > 0) void this.flushWrites();
   }
 
   private async heartbeat(): Promise<void> {

@@ -352,9 +352,13 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         if (store === undefined) return;
         const { coordinator } = store;
         const [a, b] = [owner(), owner()];
-        const [one, two, kept] = [job(), job(), job()];
-        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [one, two, kept] });
-        const [first, second, third] = taken.acquired.map((holding) => holding!.fencingToken);
+        const [one, two, kept, gone] = [job(), job(), job(), job()];
+        const taken = await store.heartbeat({
+          member: member(a),
+          renew: [],
+          acquire: [one, two, kept, gone],
+        });
+        const [first, second, third, fourth] = taken.acquired.map((holding) => holding!.fencingToken);
         await store.releaseAll(b, [{ name: one, fencingToken: first }], false);
         assert.equal(await coordinator.acquire(one, 'someone'), 0, 'another owner releases nothing');
         await store.releaseAll(a, [{ name: kept, fencingToken: third + 1 }], false);
@@ -364,6 +368,7 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
           [
             { name: one, fencingToken: first },
             { name: two, fencingToken: second },
+            { name: gone, fencingToken: fourth },
           ],
           true,
         );
@@ -371,6 +376,36 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         assert.ok((await coordinator.acquire(two, 'someone')) > second);
         const reply = await store.heartbeat({ member: member(b), renew: [], acquire: [] });
         assert.ok(!owners(reply).includes(a), 'the member left');
+        const at = { grid: 'every 1000 regular', last: 1000, next: 2000 };
+        assert.deepEqual(
+          await store.writeSchedules(a, [{ name: gone, fencingToken: fourth, schedule: at }]),
+          [false],
+          'a member that left writes nothing, even with the latest token of a lease it gave up',
+        );
+      },
+    ],
+    [
+      'a step of 1,500 jobs: each taken, renewed and written, as in a step of one',
+      async () => {
+        const store = await batched(LEASE);
+        if (store === undefined) return;
+        const a = owner();
+        const names = Array.from({ length: 1500 }, () => job());
+        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: names });
+        const tokens = taken.acquired.map((holding) => holding?.fencingToken ?? 0);
+        assert.ok(tokens.every((token) => token > 0));
+        const renew = names.map((name, i) => ({ name, fencingToken: tokens[i] }));
+        const renewed = await store.heartbeat({ member: member(a), renew, acquire: [] });
+        assert.ok(renewed.renewed.length === 1500 && renewed.renewed.every(Boolean));
+        const writes = names.map((name, i) => ({
+          name,
+          fencingToken: tokens[i],
+          schedule: { grid: 'every 1000 regular', last: 1000 + i, next: 2000 + i },
+        }));
+        const written = await store.writeSchedules(a, writes);
+        assert.ok(written.length === 1500 && written.every(Boolean));
+        assert.deepEqual(await store.coordinator.readSchedule(names[1499]), writes[1499].schedule);
+        await store.releaseAll(a, renew, true);
       },
     ],
   ];

@@ -16,7 +16,7 @@ import { now } from '../../lib/scheduler/deadline-timer.js';
 import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { Replica, spreadOver } from '../../lib/scheduler/replica.js';
+import { Lease, Replica, spreadOver } from '../../lib/scheduler/replica.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { deferred, EventLog, flush, honouringRun, useFakeTimers } from './helpers.js';
 
@@ -275,6 +275,67 @@ describe('acquiring', () => {
     job(store, { every: 100 });
     await advance(5 * INTERVAL);
     expect(store.heartbeats).toHaveLength(1);
+  });
+});
+
+describe('claiming', () => {
+  /** A store whose schedule writes are recorded by job name, and held while `gate` is set. */
+  class GatedStore extends FlakyStore {
+    readonly steps: string[][] = [];
+    gate: Promise<void> | undefined;
+
+    override async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+      this.steps.push(writes.map(({ name }) => name));
+      await this.gate;
+      return super.writeSchedules(owner, writes);
+    }
+  }
+
+  it('one step of claims out at a time: those that come meanwhile go together in the next', async () => {
+    const store = new GatedStore();
+    const replica = replicaOf(store);
+    const started: string[] = [];
+    for (const name of ['a', 'b', 'c']) {
+      job(store, { name, every: 1000, run: () => void started.push(name) }, replica);
+      await advance(10);
+    }
+    // Each job's first write, of its grid, went out when it took its lease.
+    expect(store.steps).toEqual([['a'], ['b'], ['c']]);
+    await advance(960);
+    const gate = deferred();
+    store.gate = gate.promise;
+    // a's claim goes out at 1000 and hangs; b's and c's come at 1010 and 1020.
+    await advance(40);
+    expect(store.steps.slice(3)).toEqual([['a']]);
+    expect(started).toEqual([]);
+    gate.resolve();
+    await flush();
+    expect(store.steps.slice(3)).toEqual([['a'], ['b', 'c']]);
+    expect(started).toEqual(['a', 'b', 'c']);
+  });
+
+  it("a job's second write of one turn goes in the next step, checked against the first", async () => {
+    const store = new GatedStore();
+    const replica = replicaOf(store);
+    const acquired = deferred();
+    const lease = new Lease(replica, 'job', {
+      leaseAcquired: () => acquired.resolve(),
+      leaseLost: () => undefined,
+      busy: false,
+      givingUp: async () => undefined,
+    });
+    lease.start();
+    await advance(0);
+    await acquired.promise;
+    const at = (last: number) => ({ grid: 'every 1000 regular', last, next: last + 1000 });
+    const answers = await Promise.all([
+      lease.writeSchedule(at(5000)),
+      lease.writeSchedule(at(4000)),
+      lease.writeSchedule(at(6000)),
+    ]);
+    expect(store.steps).toEqual([['job'], ['job'], ['job']]);
+    expect(answers).toEqual([true, false, true]);
+    expect(await store.readSchedule('job')).toEqual(at(6000));
   });
 });
 
