@@ -4,12 +4,14 @@ import { createServer, type Server, type Socket, connect } from 'node:net';
 /**
  * A TCP proxy in front of a store, for tests that cut the connection under a client as a network or a server
  * would: `cut()` drops every connection open now; `refuse()` also closes the port, so that the client's
- * reconnections fail until `accept()`; `hang()` keeps connections open but forwards nothing either way.
+ * reconnections fail until `accept()`; `hang()` keeps connections open but forwards nothing either way;
+ * `delay(ms)` forwards everything, in order, `ms` late each way, as an overloaded server answers.
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private server: Server | undefined;
   private hanging = false;
+  private delayMs = 0;
 
   private constructor(
     private readonly target: { host: string; port: number },
@@ -57,6 +59,11 @@ export class TcpProxy {
     this.hanging = true;
   }
 
+  /** Everything passes `ms` late in each direction (0: at once again). */
+  delay(ms: number): void {
+    this.delayMs = ms;
+  }
+
   async close(): Promise<void> {
     await this.refuse();
   }
@@ -68,8 +75,20 @@ export class TcpProxy {
       [server, client],
     ] as const) {
       this.sockets.add(from);
-      from.on('data', (chunk) => {
-        if (!this.hanging) to.write(chunk);
+      /** Chunks delayed this way, in order, each with when it is due. */
+      const queue: { at: number; chunk: Buffer }[] = [];
+      const drain = (): void => {
+        while (queue.length > 0 && queue[0].at <= performance.now()) {
+          const { chunk } = queue.shift()!;
+          if (to.writable) to.write(chunk);
+        }
+        if (queue.length > 0) setTimeout(drain, queue[0].at - performance.now());
+      };
+      from.on('data', (chunk: Buffer) => {
+        if (this.hanging) return;
+        if (this.delayMs === 0 && queue.length === 0) return void to.write(chunk);
+        queue.push({ at: performance.now() + this.delayMs, chunk });
+        if (queue.length === 1) setTimeout(drain, this.delayMs);
       });
       from.on('error', () => to.destroy());
       from.on('close', () => {
