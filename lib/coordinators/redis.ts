@@ -23,9 +23,8 @@ export interface RedisCoordinatorOptions {
   /** The connection, e.g. `new Redis(process.env.REDIS_URL)` from ioredis; the application closes it. */
   client: RedisClient;
   /**
-   * Prepended to a job's name to make its lease key; the key itself holds the jobs' fencing counters and
-   * schedules. Give each
-   * application sharing a Redis its own. With Redis Cluster, put a hash tag in it: `'{periodic}:'`.
+   * Prepended to a job's name to make its lease key; the key itself is a hash of the jobs' fencing tokens and
+   * schedules and of the fleet's members. Give each application sharing a Redis its own. With Redis Cluster, put a hash tag in it: `'{periodic}:'`.
    * @default 'periodic:'
    */
   keyPrefix?: string;
@@ -244,14 +243,18 @@ const RULES = {
     expected: 'an ioredis client, such as new Redis(process.env.REDIS_URL)',
     required: true,
   },
-  keyPrefix: { accepts: (value) => typeof value === 'string', expected: "a string such as 'periodic:'" },
+  keyPrefix: {
+    accepts: (value) => typeof value === 'string' && value !== '',
+    expected: "a non-empty string such as 'periodic:'",
+  },
   leaseMs: LEASE_MS,
 } satisfies Record<keyof RedisCoordinatorOptions, OptionRule>;
 
 /**
  * Shares the leases of `exclusive` jobs between the replicas of an application through Redis. The lease of
- * job `name` is the key `<keyPrefix><name>`; its fencing counter is the field `name` of the hash
- * `<keyPrefix>`. The coordinator sends Lua scripts through the client it is given and loads no Redis library
+ * job `name` is the key `<keyPrefix><name>`; its fencing token and schedule are the fields `token:<name>`,
+ * `last:<name>`, `next:<name>` and `grid:<name>` of the hash `<keyPrefix>`, which also keeps the fleet's
+ * members. The coordinator sends Lua scripts through the client it is given and loads no Redis library
  * of its own. Replies are parsed whatever the client's options (`stringNumbers`, its own `keyPrefix`).
  */
 export class RedisCoordinator implements PeriodicCoordinator {
@@ -325,7 +328,29 @@ export class RedisCoordinator implements PeriodicCoordinator {
     );
   }
 
+  /**
+   * The heartbeat in scripts of at most STEP renewals and STEP leases to take each, sent together: a script
+   * of tens of thousands of jobs would hold Redis up, and its arguments would not fit on Node's stack.
+   */
   async heartbeat({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
+    const steps = Math.max(1, Math.ceil(renew.length / STEP), Math.ceil(acquire.length / STEP));
+    const replies = await Promise.all(
+      Array.from({ length: steps }, (_, i) =>
+        this.#heartbeatStep({
+          member,
+          renew: renew.slice(i * STEP, (i + 1) * STEP),
+          acquire: acquire.slice(i * STEP, (i + 1) * STEP),
+        }),
+      ),
+    );
+    return {
+      members: replies.at(-1)!.members,
+      renewed: replies.flatMap((reply) => reply.renewed),
+      acquired: replies.flatMap((reply) => reply.acquired),
+    };
+  }
+
+  async #heartbeatStep({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
     const keys = [
       this.keyPrefix,
       ...renew.map(({ name }) => this.#lease(name)),
@@ -370,6 +395,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+    const steps = inSteps(writes).map((step) => this.#writeSchedulesStep(owner, step));
+    return (await Promise.all(steps)).flat();
+  }
+
+  async #writeSchedulesStep(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
     const args = writes.flatMap(({ name, fencingToken, schedule: { last, next, grid } }) => [
       name,
       fencingToken,
@@ -385,9 +415,14 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
-    const keys = [this.keyPrefix, ...leases.map(({ name }) => this.#lease(name))];
-    const args = leases.flatMap(({ name, fencingToken }) => [name, fencingToken]);
-    await this.#releaseAll(keys.length, ...keys, owner, leave ? 1 : 0, ...args);
+    // The member leaves with the last step, once its leases are free.
+    const steps = inSteps(leases);
+    for (const [i, step] of steps.entries()) {
+      const keys = [this.keyPrefix, ...step.map(({ name }) => this.#lease(name))];
+      const args = step.flatMap(({ name, fencingToken }) => [name, fencingToken]);
+      const last = i === steps.length - 1;
+      await this.#releaseAll(keys.length, ...keys, owner, leave && last ? 1 : 0, ...args);
+    }
   }
 
   /** The key of the lease of job `name`. */
@@ -410,6 +445,16 @@ export class RedisCoordinator implements PeriodicCoordinator {
       }
     };
   }
+}
+
+/** How many jobs one script of a batched step handles at most. */
+const STEP = 2000;
+
+/** `items` in steps of at most STEP; one empty step for none. */
+function inSteps<T>(items: T[]): T[][] {
+  const steps: T[][] = [];
+  for (let i = 0; i < items.length; i += STEP) steps.push(items.slice(i, i + STEP));
+  return steps.length === 0 ? [[]] : steps;
 }
 
 /** A flat list of pairs, as Redis answers a hash: [[key, value], …]. */

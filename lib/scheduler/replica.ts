@@ -91,6 +91,9 @@ export class Lease {
   }
 }
 
+/** How many leases a heartbeat takes at most; the next heartbeat takes more. */
+export const ACQUIRE_PER_HEARTBEAT = 1000;
+
 /** What one replica's name is by default: the machine and the process. */
 export function defaultReplicaName(): string {
   return `${hostname()}:${process.pid}`;
@@ -102,8 +105,9 @@ export function defaultReplicaName(): string {
  * taking of those the fleet's spread gives it (rendezvous hashing of job names over the live members, so that
  * each of R replicas holds about N/R of N jobs, and a member that comes or goes moves only its share). Writes of
  * schedules (the claims of slots) go to the store in steps, one out at a time, each with all that came while
- * the one before was out. A lease that the spread gives to another member is handed over: the job starts nothing more, and once its runs have ended its lease is given
- * up and the other takes it at its next heartbeat. A holding counts until `sent + leaseMs − margin` on this
+ * the one before was out. A lease that the spread gives to another member is handed over: the job starts
+ * nothing more, and once its runs have ended its lease is given up and the other takes it at its next
+ * heartbeat. A holding counts until `sent + leaseMs − margin` on this
  * replica's monotonic clock, `sent` read before the heartbeat that took or renewed it went out.
  */
 export class Replica {
@@ -128,6 +132,8 @@ export class Replica {
   private soon = false;
   /** The first heartbeat only writes the member record: the next takes leases, knowing the fleet. */
   private known = false;
+  /** The last heartbeat left leases to take for the next, which comes as soon as it is answered. */
+  private more = false;
   /**
    * Writes of schedules not sent yet: those of one turn of the event loop go together at its end, and while a
    * step is out, all that come meanwhile go in the next, once it has been answered.
@@ -282,7 +288,8 @@ export class Replica {
     const first = reply !== undefined && !this.known;
     if (first) this.known = true;
     const expecting = reply !== undefined && this.expecting();
-    if (first || this.soon || (expecting && this.spread !== spread)) this.beatNow();
+    const more = reply !== undefined && this.more;
+    if (first || more || this.soon || (expecting && this.spread !== spread)) this.beatNow();
     else this.beat.armAt(sent + (expecting ? this.interval / 8 : this.interval));
     this.soon = false;
     for (const lease of this.leases.values()) lease.idle();
@@ -308,9 +315,15 @@ export class Replica {
     this.spreadJobs();
     const renew: PeriodicLeaseHeld[] = [];
     const acquire: string[] = [];
+    this.more = false;
     for (const lease of this.leases.values()) {
       if (lease.fencingToken !== 0) renew.push({ name: lease.name, fencingToken: lease.fencingToken });
-      else if (lease.phase === 'competing' && lease.owned && this.known) acquire.push(lease.name);
+      else if (lease.phase !== 'competing' || !lease.owned || !this.known) continue;
+      // A replica that starts alone, or takes over from one that died, takes thousands of leases: a few at a
+      // time, the next heartbeat right after the answer, so that no step holds the store up for long, and one
+      // that times out (and still runs in the store) has not taken many.
+      else if (acquire.length < ACQUIRE_PER_HEARTBEAT) acquire.push(lease.name);
+      else this.more = true;
     }
     return { member: { owner: this.owner, replica: this.name, jobs: this.jobsDigest() }, renew, acquire };
   }

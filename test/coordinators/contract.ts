@@ -385,26 +385,26 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
       },
     ],
     [
-      'a step of 1,500 jobs: each taken, renewed and written, as in a step of one',
+      'a step of 4,500 jobs: each taken, renewed and written, as in a step of one',
       async () => {
         const store = await batched(LEASE);
         if (store === undefined) return;
         const a = owner();
-        const names = Array.from({ length: 1500 }, () => job());
+        const names = Array.from({ length: 4500 }, () => job());
         const taken = await store.heartbeat({ member: member(a), renew: [], acquire: names });
         const tokens = taken.acquired.map((holding) => holding?.fencingToken ?? 0);
         assert.ok(tokens.every((token) => token > 0));
         const renew = names.map((name, i) => ({ name, fencingToken: tokens[i] }));
         const renewed = await store.heartbeat({ member: member(a), renew, acquire: [] });
-        assert.ok(renewed.renewed.length === 1500 && renewed.renewed.every(Boolean));
+        assert.ok(renewed.renewed.length === 4500 && renewed.renewed.every(Boolean));
         const writes = names.map((name, i) => ({
           name,
           fencingToken: tokens[i],
           schedule: { grid: 'every 1000 regular', last: 1000 + i, next: 2000 + i },
         }));
         const written = await store.writeSchedules(a, writes);
-        assert.ok(written.length === 1500 && written.every(Boolean));
-        assert.deepEqual(await store.coordinator.readSchedule(names[1499]), writes[1499].schedule);
+        assert.ok(written.length === 4500 && written.every(Boolean));
+        assert.deepEqual(await store.coordinator.readSchedule(names[4499]), writes[4499].schedule);
         await store.releaseAll(a, renew, true);
       },
     ],

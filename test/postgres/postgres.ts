@@ -61,9 +61,9 @@ export function usePostgres(): { pool(): pg.Pool; table(): string } {
   };
 }
 
-/** Drops a table a test made. */
+/** Drops a table a test made, and the coordinator's table of members beside it. */
 export async function dropTable(pool: pg.Pool, table: string): Promise<void> {
-  await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+  await pool.query(`DROP TABLE IF EXISTS "${table}", "${table}_members"`);
 }
 
 /**

@@ -269,6 +269,26 @@ describe('acquiring', () => {
     expect(contexts.length).toBeGreaterThan(0);
   });
 
+  it('takes thousands of leases a thousand per heartbeat, each sent as soon as the one before is answered', async () => {
+    const store = new FlakyStore();
+    const replica = replicaOf(store);
+    const jobs = Array.from({ length: 2500 }, (_, i) =>
+      job(store, { name: `job-${i}`, every: 60_000 }, replica),
+    );
+    await advance(0);
+    const beats = store.of(replica.owner);
+    expect(beats.map((beat) => beat.acquire.length)).toEqual([0, 1000, 1000, 500]);
+    expect(beats.map((beat) => beat.at)).toEqual([0, 0, 0, 0]);
+    expect(jobs.filter(({ scheduler }) => scheduler.status().lease?.held)).toHaveLength(2500);
+    await advance(INTERVAL);
+    expect(
+      store
+        .of(replica.owner)
+        .slice(4)
+        .map((beat) => [beat.renew.length, beat.acquire.length]),
+    ).toEqual([[2500, 0]]);
+  });
+
   it('one heartbeat at a time: while one hangs, no other is sent', async () => {
     const store = new FlakyStore();
     store.state = 'hanging';
