@@ -1,6 +1,6 @@
 // The benchmark's report: the machine and versions, one table per scenario with ratios to nestjs-periodic,
 // and the engine's targets with whether this run met them. As text for the terminal, and as BENCHMARKS.md.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { ENGINE } from './peers.mjs';
@@ -304,6 +304,80 @@ export function markdown(report) {
       );
     }
   }
+  parts.push(...fleet());
   parts.push('', readFileSync(join(import.meta.dirname, 'engine-changes.md'), 'utf8').trim());
   return `${parts.join('\n')}\n`;
+}
+
+/**
+ * The fleet benchmark's section (bench/fleet.mjs --matrix, in bench/results/fleet.json): exclusive jobs across
+ * replica processes on one store, side by side with BullMQ's job schedulers; empty if it was not run.
+ */
+export function fleet() {
+  const path = join(import.meta.dirname, 'results', 'fleet.json');
+  if (!existsSync(path)) return [];
+  const {
+    machine,
+    results,
+    date = statSync(path).mtime.toISOString(),
+  } = JSON.parse(readFileSync(path, 'utf8'));
+  const rows = results.map((r) => {
+    const held = r.heldPerReplica.filter((count) => count !== null);
+    return [
+      r.peer === 'bullmq' ? 'BullMQ job schedulers' : r.store === 'redis' ? 'Redis' : 'PostgreSQL',
+      r.jobs.toLocaleString('en'),
+      r.replicas,
+      `${r.every / 1000} s`,
+      r.commandsPerJobSecond,
+      `${r.storeCpuPct}%`,
+      r.storeCpuUsPerJobSecond,
+      `${r.replicaCpuPct}% / ${r.replicaCpuPctMax}%`,
+      held.length === 0 ? '–' : `${Math.min(...held)}–${Math.max(...held)}`,
+      r.runsMostFewest,
+      `${(r.slotsRan * 100).toFixed(2)}%`,
+      r.slotsTwice,
+      failover(r),
+    ];
+  });
+  const head = [
+    'store',
+    'jobs',
+    'replicas',
+    'every',
+    'store commands per job-second',
+    'store CPU (of a core)',
+    'store CPU µs per job-second',
+    'replica CPU mean / max',
+    'leases per replica',
+    'runs most / fewest',
+    'slots run',
+    'run twice',
+    'failover p50 / max',
+  ];
+  return [
+    '',
+    '## 8. Fleet: exclusive jobs across replica processes on one store',
+    '',
+    'Written by `node bench/fleet.mjs --matrix` (after `npm run build`); the raw figures, with the commands that',
+    `cost Redis most, are in \`bench/results/fleet.json\` (run ${date}; Node ${machine.node}, ${machine.cpus} cores,`,
+    'replicas and stores on the same machine). Each scenario has a store of its own (a redis-server on a free',
+    'port, without persistence; a table of its own in PostgreSQL), forks the replicas (Nest applications whose',
+    'jobs are added with `registry.add(name, fn, { every, exclusive: true })`, `leaseMs` 10 s), waits for the',
+    "fleet to settle, then counts for a window: the store's commands (Redis counts the calls inside scripts;",
+    'PostgreSQL: transactions), its CPU (Redis `used_cpu_*`; the PostgreSQL server processes from /proc), each',
+    'replica\'s CPU, and each run\'s slot. "Slots run" is the share of the slots due in the window that ran; a',
+    'failover kills one replica of four with SIGKILL and times, for each job it held, until another took its',
+    'lease. BullMQ: one `upsertJobScheduler` per job, one Worker per replica (concurrency 100) on the same Redis.',
+    '',
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => ' --- ').join('|')}|`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ];
+}
+
+/** A scenario's failover: the median and longest takeover after the SIGKILL, or why there is none. */
+function failover({ failoverP50Ms: p50, failoverMaxMs: max }) {
+  if (p50 === undefined) return '';
+  if (p50 === null) return 'not every job taken again within 2 min';
+  return `${(p50 / 1000).toFixed(1)} / ${(max / 1000).toFixed(1)} s`;
 }
