@@ -336,6 +336,7 @@ export function fleet() {
       r.runsMostFewest,
       `${(r.slotsRan * 100).toFixed(2)}%`,
       r.slotsTwice,
+      r.settleS === undefined ? '' : `${r.settleS} s`,
       failover(r),
     ];
   });
@@ -352,6 +353,7 @@ export function fleet() {
     'runs most / fewest',
     'slots run',
     'run twice',
+    'settled in',
     'failover p50 / max',
   ];
   return [
@@ -363,7 +365,8 @@ export function fleet() {
     'replicas and stores on the same machine). Each scenario has a store of its own (a redis-server on a free',
     'port, without persistence; a table of its own in PostgreSQL), forks the replicas (Nest applications whose',
     'jobs are added with `registry.add(name, fn, { every, exclusive: true })`, `leaseMs` 10 s), waits for the',
-    "fleet to settle, then counts for a window: the store's commands (Redis counts the calls inside scripts;",
+    'fleet to settle (every lease held and the spread unchanged for two lease periods: "settled in", from the',
+    "replicas' start), then counts for a window: the store's commands (Redis counts the calls inside scripts;",
     'PostgreSQL: transactions), its CPU (Redis `used_cpu_*`; the PostgreSQL server processes from /proc), each',
     'replica\'s CPU, and each run\'s slot. "Slots run" is the share of the slots due in the window that ran; a',
     'failover kills one replica of four with SIGKILL and times, for each job it held, until another took its',

@@ -5,7 +5,13 @@ export type { PeriodicLogKind, PeriodicLoggerLevels, PeriodicLogLevel } from './
 export { PeriodicRegistry } from './nest/registry.js';
 export { PeriodicEvents } from './nest/events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
-export type { PeriodicCoordinator, PeriodicFleetSchedule } from './scheduler/coordinator-port.js';
+export type {
+  PeriodicCoordinator,
+  PeriodicFleetSchedule,
+  PeriodicOperation,
+  PeriodicScheduleWritten,
+} from './scheduler/coordinator-port.js';
+export type { PeriodicAuditEntry, PeriodicOperationOptions } from './scheduler/operations.js';
 export { InMemoryCoordinator, type InMemoryCoordinatorOptions } from './coordinators/in-memory.js';
 export { type RedisClient, RedisCoordinator, type RedisCoordinatorOptions } from './coordinators/redis.js';
 export {

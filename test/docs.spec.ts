@@ -185,8 +185,10 @@ withPostgres('the SQL block of the documentation', () => {
     const sql = blocks.filter((block) => block.language === 'sql');
     expect(sql).toHaveLength(1);
     const table = postgres.table();
-    // Both tables, the leases and their members, under the test's own name.
-    await postgres.pool().query(sql[0].code.replaceAll(/\bperiodic_leases(?=\b|_members\b)/g, table));
+    // The three tables, the leases, their members and the audit trails, under the test's own name.
+    await postgres
+      .pool()
+      .query(sql[0].code.replaceAll(/\bperiodic_leases(?=\b|_members\b|_audit\b)/g, table));
     const coordinator = new PostgresCoordinator({ pool: postgres.pool(), table, leaseMs: 1000 });
     const token = await coordinator.acquire('job', 'replica-a');
     expect(token).toBeGreaterThan(0);

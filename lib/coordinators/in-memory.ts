@@ -5,7 +5,9 @@ import type {
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
   PeriodicLeaseHeld,
+  PeriodicOperation,
   PeriodicScheduleWrite,
+  PeriodicScheduleWritten,
 } from '../scheduler/coordinator-port.js';
 import { now } from '../scheduler/deadline-timer.js';
 import { checkedOptions } from '../scheduler/rules.js';
@@ -32,6 +34,9 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   private readonly schedules = new Map<string, PeriodicFleetSchedule>();
   /** The members of the fleet, with the expiry of their records. */
   private readonly members = new Map<string, { member: PeriodicFleetMember; expiresAt: number }>();
+  /** The fleet's pauses, and the audit trails (newest last), by job name. */
+  private readonly pauses = new Map<string, PeriodicOperation>();
+  private readonly audits = new Map<string, PeriodicOperation[]>();
 
   constructor(options: InMemoryCoordinatorOptions = {}) {
     const where = 'new InMemoryCoordinator()';
@@ -107,12 +112,33 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
     return { members, renewed, acquired };
   }
 
-  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
     return Promise.all(
-      writes.map(({ name, fencingToken, schedule }) =>
-        this.writeSchedule(name, owner, fencingToken, schedule),
-      ),
+      writes.map(async ({ name, fencingToken, schedule }) => {
+        const taken = await this.writeSchedule(name, owner, fencingToken, schedule);
+        return taken && this.pauses.has(name) ? 'paused' : taken;
+      }),
     );
+  }
+
+  async operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
+    if (operation.action === 'pause') this.pauses.set(name, { ...operation });
+    if (operation.action === 'resume') this.pauses.delete(name);
+    const trail = this.audits.get(name) ?? [];
+    trail.push({ ...operation });
+    this.audits.set(name, trail.slice(-keep));
+  }
+
+  async readPause(name: string): Promise<PeriodicOperation | null> {
+    const pause = this.pauses.get(name);
+    return pause === undefined ? null : { ...pause };
+  }
+
+  async readAudit(name: string, limit: number): Promise<PeriodicOperation[]> {
+    return (this.audits.get(name) ?? [])
+      .slice(-limit)
+      .reverse()
+      .map((operation) => ({ ...operation }));
   }
 
   async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {

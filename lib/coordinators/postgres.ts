@@ -5,11 +5,13 @@ import type {
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
   PeriodicLeaseHeld,
+  PeriodicOperation,
   PeriodicScheduleWrite,
+  PeriodicScheduleWritten,
 } from '../scheduler/coordinator-port.js';
 import { describeValue } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
-import { integerReply, LEASE_MS } from './replies.js';
+import { integerReply, LEASE_MS, operationOf, RECORD_VERSION } from './replies.js';
 
 /** What the coordinator needs of its connection: a `pg` Pool or Client has it. */
 export interface PostgresQueryable {
@@ -30,7 +32,7 @@ export interface PostgresCoordinatorOptions {
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
-/** The table's name: short enough for the names of the tables beside it (`<table>_members`) to be whole. */
+/** The table's name: short enough for the names of the tables beside it (`<table>_members`, `_audit`) to be whole. */
 const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,54}$/;
 
 const RULES = {
@@ -71,6 +73,8 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   readonly table: string;
   /** The table of the fleet's members, beside it: `"schema"."table_members"`. */
   readonly #members: string;
+  /** The jobs' audit trails, beside it: `"schema"."table_audit"`. */
+  readonly #audit: string;
   /** How long a lease lasts unless renewed, in ms. */
   readonly leaseMs: number;
   readonly #pool: PostgresQueryable;
@@ -96,6 +100,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         .join('.');
     this.table = quoted(table);
     this.#members = quoted(`${table}_members`);
+    this.#audit = quoted(`${table}_audit`);
     this.leaseMs = leaseMs;
   }
 
@@ -168,7 +173,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
 
   /**
    * One statement: the member's record (and the expired ones forgotten), the renewals, and the leases to acquire
-   * (taken if free), each lease taken with its schedule.
+   * (taken if free), each lease taken with its schedule. Every statement locks the rows of leases in the order of
+   * their names; the taking of a lease skips a row that another statement has locked (its holder renews it, or
+   * another replica takes it), and inserts only the rows of jobs that have none (an insert that meets a row
+   * being updated waits for the update), so that the replicas' steps never wait for each other in a cycle.
    */
   async heartbeat({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
     const lease = `clock_timestamp() + $4::integer * interval '1 millisecond'`;
@@ -182,20 +190,30 @@ export class PostgresCoordinator implements PeriodicCoordinator {
            SET replica = excluded.replica, jobs = excluded.jobs, expires_at = excluded.expires_at
          RETURNING owner
        ), forgotten AS (
-         DELETE FROM ${this.#members} WHERE expires_at <= clock_timestamp() AND owner <> $1 RETURNING owner
+         DELETE FROM ${this.#members} WHERE owner IN (
+           SELECT owner FROM ${this.#members} WHERE expires_at <= clock_timestamp() AND owner <> $1
+           FOR UPDATE SKIP LOCKED)
+         RETURNING owner
+       ), renewing AS (${this.#locking('$5::text[], $6::bigint[]')}
        ), renewed AS (
          UPDATE ${this.table} AS lease SET expires_at = ${lease}
-         FROM unnest($5::text[], $6::bigint[]) AS held(name, token)
-         WHERE lease.name = held.name AND lease.owner = $1 AND lease.fencing_token = held.token
-           AND lease.expires_at > clock_timestamp()
+         FROM renewing WHERE lease.name = renewing.name
          RETURNING lease.name
-       ), acquired AS (
+       ), free AS (
+         SELECT lease.name FROM ${this.table} AS lease
+         WHERE lease.name = ANY($7::text[]) AND (lease.owner IS NULL OR lease.expires_at <= clock_timestamp())
+         ORDER BY lease.name FOR UPDATE SKIP LOCKED
+       ), retaken AS (
+         UPDATE ${this.table} AS lease
+           SET owner = $1, expires_at = ${lease}, fencing_token = greatest(lease.fencing_token + 1, ${floor})
+         FROM free WHERE lease.name = free.name
+         RETURNING ${taken}
+       ), created AS (
          INSERT INTO ${this.table} AS lease (name, owner, expires_at, fencing_token)
          SELECT name, $1, ${lease}, ${floor} FROM unnest($7::text[]) AS wanted(name)
-         ON CONFLICT (name) DO UPDATE
-           SET owner = excluded.owner, expires_at = excluded.expires_at,
-               fencing_token = greatest(lease.fencing_token + 1, excluded.fencing_token)
-           WHERE lease.owner IS NULL OR lease.expires_at <= clock_timestamp()
+         WHERE NOT EXISTS (SELECT FROM ${this.table} AS lease WHERE lease.name = wanted.name)
+         ORDER BY name
+         ON CONFLICT (name) DO NOTHING
          RETURNING ${taken}
        )
        SELECT 'member' AS kind, owner AS name, replica, jobs, NULL::bigint AS fencing_token,
@@ -203,7 +221,8 @@ export class PostgresCoordinator implements PeriodicCoordinator {
          FROM ${this.#members} WHERE expires_at > clock_timestamp() AND owner <> $1
        UNION ALL SELECT 'member', $1, $2, $3, NULL, NULL, NULL, NULL
        UNION ALL SELECT 'renewed', name, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
-       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM acquired`,
+       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM retaken
+       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM created`,
       [
         member.owner,
         member.replica,
@@ -239,14 +258,15 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     };
   }
 
-  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
     const rows = (await this.#query(
-      `UPDATE ${this.table} AS lease SET grid = written.grid, last_slot = written.last, next_slot = written.next
-       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[])
-         AS written(name, token, grid, last, next)
-       WHERE lease.name = written.name AND lease.owner = $1 AND lease.fencing_token = written.token
-         AND lease.expires_at > clock_timestamp() AND (lease.grid IS NULL OR lease.last_slot <= written.last)
-       RETURNING lease.name`,
+      `WITH writing AS (${this.#locking('$2::text[], $3::bigint[]')}
+       )
+       UPDATE ${this.table} AS lease SET grid = written.grid, last_slot = written.last, next_slot = written.next
+       FROM writing, unnest($2::text[], $4::text[], $5::bigint[], $6::bigint[]) AS written(name, grid, last, next)
+       WHERE lease.name = writing.name AND written.name = writing.name
+         AND (lease.grid IS NULL OR lease.last_slot <= written.last)
+       RETURNING lease.name, lease.paused IS NOT NULL AS paused`,
       [
         owner,
         writes.map(({ name }) => name),
@@ -255,23 +275,71 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         writes.map(({ schedule }) => schedule.last),
         writes.map(({ schedule }) => schedule.next),
       ],
-    )) as { name: string }[];
-    const taken = new Set(rows.map((row) => row.name));
-    return writes.map(({ name }) => taken.has(name));
+    )) as { name: string; paused: boolean }[];
+    const taken = new Map(rows.map((row) => [row.name, row.paused]));
+    return writes.map(({ name }) => (taken.get(name) === true ? 'paused' : taken.has(name)));
+  }
+
+  /**
+   * One statement: the operation added to the job's audit trail and the oldest beyond `keep` deleted; a pause
+   * (or resume) set on the job's row, made if the job has none yet.
+   */
+  async operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
+    const record = JSON.stringify({ v: RECORD_VERSION, ...operation });
+    await this.#query(
+      `WITH recorded AS (
+         INSERT INTO ${this.#audit} (name, record) VALUES ($1, $2) RETURNING id
+       ), trimmed AS (
+         DELETE FROM ${this.#audit} WHERE name = $1 AND id <= (
+           SELECT id FROM ${this.#audit} WHERE name = $1 ORDER BY id DESC OFFSET $3 - 1 LIMIT 1)
+       ), paused AS (
+         INSERT INTO ${this.table} AS lease (name, owner, expires_at, fencing_token, paused)
+         SELECT $1, NULL, clock_timestamp(), 0, CASE WHEN $4 = 'pause' THEN $2 END WHERE $4 <> 'trigger'
+         ON CONFLICT (name) DO UPDATE SET paused = excluded.paused
+       )
+       SELECT 1`,
+      [name, record, keep, operation.action],
+    );
+  }
+
+  async readPause(name: string): Promise<PeriodicOperation | null> {
+    const [row] = (await this.#query(`SELECT paused FROM ${this.table} WHERE name = $1`, [name])) as {
+      paused: unknown;
+    }[];
+    return typeof row?.paused === 'string' ? operationOf(row.paused) : null;
+  }
+
+  async readAudit(name: string, limit: number): Promise<PeriodicOperation[]> {
+    const rows = (await this.#query(
+      `SELECT record FROM ${this.#audit} WHERE name = $1 ORDER BY id DESC LIMIT $2`,
+      [name, limit],
+    )) as { record: unknown }[];
+    return rows.map((row) => operationOf(String(row.record)));
   }
 
   async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
     await this.#query(
-      `WITH released AS (
+      `WITH releasing AS (${this.#locking('$2::text[], $3::bigint[]')}
+       ), released AS (
          UPDATE ${this.table} AS lease SET owner = NULL, expires_at = clock_timestamp()
-         FROM unnest($2::text[], $3::bigint[]) AS held(name, token)
-         WHERE lease.name = held.name AND lease.owner = $1 AND lease.fencing_token = held.token
-           AND lease.expires_at > clock_timestamp()
+         FROM releasing WHERE lease.name = releasing.name
          RETURNING lease.name
        )
        DELETE FROM ${this.#members} WHERE $4::boolean AND owner = $1`,
       [owner, leases.map(({ name }) => name), leases.map(({ fencingToken }) => fencingToken), leave],
     );
+  }
+
+  /**
+   * A query that locks, in the order of their names, the rows of the leases that `$1` holds among `held` (the
+   * arrays of their names and fencing tokens) and that have not expired, and selects their names.
+   */
+  #locking(held: string): string {
+    return `
+         SELECT lease.name FROM ${this.table} AS lease JOIN unnest(${held}) AS held(name, token)
+           ON lease.name = held.name AND lease.fencing_token = held.token
+         WHERE lease.owner = $1 AND lease.expires_at > clock_timestamp()
+         ORDER BY lease.name FOR UPDATE OF lease`;
   }
 
   /** The statement's rows, once the table exists. */
@@ -299,11 +367,18 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         last_slot bigint NOT NULL DEFAULT 0,
         next_slot bigint NOT NULL DEFAULT 0
       )`,
+      `ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS paused text`,
       `CREATE TABLE IF NOT EXISTS ${this.#members} (
         owner text PRIMARY KEY,
         replica text NOT NULL,
         jobs text NOT NULL,
         expires_at timestamptz NOT NULL
+      )`,
+      `CREATE TABLE IF NOT EXISTS ${this.#audit} (
+        name text NOT NULL,
+        id bigserial NOT NULL,
+        record text NOT NULL,
+        PRIMARY KEY (name, id)
       )`,
     ];
     try {

@@ -6,11 +6,13 @@ import type {
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
   PeriodicLeaseHeld,
+  PeriodicOperation,
   PeriodicScheduleWrite,
+  PeriodicScheduleWritten,
 } from '../scheduler/coordinator-port.js';
 import { describeValue, isError } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
-import { integerReply, LEASE_MS } from './replies.js';
+import { integerReply, LEASE_MS, operationOf, RECORD_VERSION } from './replies.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */
 export interface RedisClient {
@@ -72,6 +74,9 @@ const WRITE_SCHEDULE = `if redis.call('GET', KEYS[1]) ~= ARGV[1]
 end
 redis.call('HSET', KEYS[2], 'last:' .. ARGV[3], ARGV[4], 'next:' .. ARGV[3], ARGV[5], 'grid:' .. ARGV[3], ARGV[6])
 return 1`;
+
+/** KEYS: the hash; ARGV: fields. Their values (false for a missing one). */
+const READ_FIELDS = `return redis.call('HMGET', KEYS[1], unpack(ARGV))`;
 
 /** KEYS: the hash; ARGV: job name. The job's schedule as [last, next, grid], each nil if missing. */
 const READ_SCHEDULE = `return redis.call('HMGET', KEYS[1], 'last:' .. ARGV[1], 'next:' .. ARGV[1], 'grid:' .. ARGV[1])`;
@@ -180,13 +185,17 @@ end
 return {live, renewed, acquired}`;
 
 /**
- * KEYS: the hash; ARGV: owner, then per write its job name, token, last, next and grid (a job once at most).
+ * KEYS: the hash; ARGV: owner, then per write its job name, token, last, next and grid (empty: unchanged; a job once
+ * at most).
  * Writes each schedule as WRITE_SCHEDULE does, a 1 or 0 for each, but for the check that the owner still holds
  * the lease: it holds it while its member record lives and the token is the job's latest. A heartbeat renews
  * all the owner's leases with its record, to the same expiry, and a lease taken by another has a later token;
- * so one field is read for the batch rather than a key per job.
+ * so one field is read for the batch rather than a key per job. A write taken of a job the fleet has paused
+ * answers 2: the field \`paused\` lists their names (a JSON array), read once per batch.
  */
 const WRITE_SCHEDULES = `${CHUNKED}
+local paused = {}
+for _, name in ipairs(cjson.decode(redis.call('HGET', KEYS[1], 'paused') or '[]')) do paused[name] = true end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local record = redis.call('HGET', KEYS[1], 'member:' .. ARGV[1])
@@ -206,15 +215,44 @@ for i = 1, writes do
   if not live or held[2 * i - 1] ~= ARGV[at + 2] or last < tonumber(held[2 * i] or '0') then
     taken[i] = 0
   else
-    taken[i] = 1
+    taken[i] = paused[name] and 2 or 1
     local n = #stored
     stored[n + 1], stored[n + 2] = 'last:' .. name, ARGV[at + 3]
     stored[n + 3], stored[n + 4] = 'next:' .. name, ARGV[at + 4]
-    stored[n + 5], stored[n + 6] = 'grid:' .. name, ARGV[at + 5]
+    if ARGV[at + 5] ~= '' then stored[n + 5], stored[n + 6] = 'grid:' .. name, ARGV[at + 5] end
   end
 end
 chunked('HSET', KEYS[1], stored)
 return taken`;
+
+/**
+ * KEYS: the hash; ARGV: job name, action, the operation as JSON, keep. Prepends the operation to the job's audit
+ * trail, the field \`audit:<name>\` (JSON records, newest first, one per line, the latest \`keep\` kept); a pause
+ * is the field \`pause:<name>\` and the name in \`paused\` until a resume deletes both.
+ */
+const OPERATE = `local name, action, record, keep = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local trail = record .. '\\n' .. (redis.call('HGET', KEYS[1], 'audit:' .. name) or '')
+local at = 0
+for _ = 1, keep do
+  at = string.find(trail, '\\n', at + 1, true)
+  if not at then break end
+end
+if at then trail = string.sub(trail, 1, at) end
+redis.call('HSET', KEYS[1], 'audit:' .. name, trail)
+if action == 'trigger' then return 1 end
+local kept = {}
+for _, other in ipairs(cjson.decode(redis.call('HGET', KEYS[1], 'paused') or '[]')) do
+  if other ~= name then kept[#kept + 1] = other end
+end
+if action == 'pause' then
+  kept[#kept + 1] = name
+  redis.call('HSET', KEYS[1], 'pause:' .. name, record)
+else
+  redis.call('HDEL', KEYS[1], 'pause:' .. name)
+end
+if #kept == 0 then redis.call('HDEL', KEYS[1], 'paused')
+else redis.call('HSET', KEYS[1], 'paused', cjson.encode(kept)) end
+return 1`;
 
 /**
  * KEYS: the hash, then the lease keys; ARGV: owner, leave (1 or 0), then per lease its job name and token.
@@ -271,6 +309,14 @@ export class RedisCoordinator implements PeriodicCoordinator {
   readonly #heartbeat = this.#script(HEARTBEAT);
   readonly #writeSchedules = this.#script(WRITE_SCHEDULES);
   readonly #releaseAll = this.#script(RELEASE_ALL);
+  readonly #operate = this.#script(OPERATE);
+  readonly #readFields = this.#script(READ_FIELDS);
+  /**
+   * The grid each job's schedule has in Redis, as this coordinator last wrote it under a fencing token: a write
+   * under the same token leaves it as it is (only the holder writes, and a job's grid rarely changes), and saves
+   * Redis a field per claim.
+   */
+  readonly #grids = new Map<string, { fencingToken: number; grid: string }>();
 
   constructor(options: RedisCoordinatorOptions) {
     const where = 'new RedisCoordinator()';
@@ -394,28 +440,62 @@ export class RedisCoordinator implements PeriodicCoordinator {
     };
   }
 
-  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+  async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
     const steps = inSteps(writes).map((step) => this.#writeSchedulesStep(owner, step));
     return (await Promise.all(steps)).flat();
   }
 
-  async #writeSchedulesStep(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
-    const args = writes.flatMap(({ name, fencingToken, schedule: { last, next, grid } }) => [
-      name,
-      fencingToken,
-      last,
-      next,
-      grid,
-    ]);
+  async #writeSchedulesStep(
+    owner: string,
+    writes: PeriodicScheduleWrite[],
+  ): Promise<PeriodicScheduleWritten[]> {
+    const args = writes.flatMap(({ name, fencingToken, schedule: { last, next, grid } }) => {
+      const known = this.#grids.get(name);
+      const same = known?.fencingToken === fencingToken && known.grid === grid;
+      return [name, fencingToken, last, next, same ? '' : grid];
+    });
     const reply = await this.#writeSchedules(1, this.keyPrefix, owner, ...args);
     if (!Array.isArray(reply) || reply.length !== writes.length) {
       throw new Error(`Redis answered ${describeValue(reply)} to writeSchedules`);
     }
-    return reply.map((taken) => integerReply('writeSchedules', taken, 1) === 1);
+    return reply.map((ok, i): PeriodicScheduleWritten => {
+      const taken = integerReply('writeSchedules', ok, 2);
+      const { name, fencingToken, schedule } = writes[i];
+      if (taken !== 0) this.#grids.set(name, { fencingToken, grid: schedule.grid });
+      return taken === 2 ? 'paused' : taken === 1;
+    });
+  }
+
+  async operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
+    const record = JSON.stringify({ v: RECORD_VERSION, ...operation });
+    await this.#operate(1, this.keyPrefix, name, operation.action, record, keep);
+  }
+
+  async readPause(name: string): Promise<PeriodicOperation | null> {
+    const [record] = await this.#hmget(`pause:${name}`);
+    return typeof record === 'string' ? operationOf(record) : null;
+  }
+
+  async readAudit(name: string, limit: number): Promise<PeriodicOperation[]> {
+    const [trail] = await this.#hmget(`audit:${name}`);
+    if (typeof trail !== 'string') return [];
+    return trail
+      .split('\n')
+      .filter((line) => line !== '')
+      .slice(0, limit)
+      .map(operationOf);
+  }
+
+  /** Fields of the hash, as READ_FIELDS reads them. */
+  async #hmget(...fields: string[]): Promise<unknown[]> {
+    const reply = await this.#readFields(1, this.keyPrefix, ...fields);
+    if (!Array.isArray(reply)) throw new Error(`Redis answered ${describeValue(reply)} to HMGET`);
+    return reply;
   }
 
   async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
     // The member leaves with the last step, once its leases are free.
+    for (const { name } of leases) this.#grids.delete(name);
     const steps = inSteps(leases);
     for (const [i, step] of steps.entries()) {
       const keys = [this.keyPrefix, ...step.map(({ name }) => this.#lease(name))];

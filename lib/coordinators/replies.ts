@@ -1,4 +1,5 @@
 import { describeValue } from '../scheduler/errors.js';
+import type { PeriodicOperation } from '../scheduler/coordinator-port.js';
 import { isMilliseconds, type OptionRule } from '../scheduler/rules.js';
 
 /**
@@ -20,3 +21,28 @@ export const LEASE_MS: OptionRule = {
   expected: 'an integer number of milliseconds ≥ 100',
   because: 'a lease is renewed every leaseMs / 3, so a shorter one would be lost to any pause of the process',
 };
+
+/**
+ * The version of the records the coordinators write beside the leases (pauses, audit entries): a replica reads
+ * the fields it knows of a record of any version and ignores the others, so that replicas of two versions of
+ * the package read each other's during a rolling deploy.
+ */
+export const RECORD_VERSION = 1;
+
+/** An operation from its record, as JSON; the fields it lacks are null (or 'unknown'), those it adds ignored. */
+export function operationOf(record: string): PeriodicOperation {
+  const parsed = JSON.parse(record) as Partial<Record<keyof PeriodicOperation, unknown>> | null;
+  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+  const { action } = parsed ?? {};
+  if (action !== 'pause' && action !== 'resume' && action !== 'trigger') {
+    throw new Error(`the store keeps ${describeValue(record)}, which is not an operation`);
+  }
+  const at = parsed?.at;
+  return {
+    action,
+    by: text(parsed?.by),
+    note: text(parsed?.note),
+    replica: text(parsed?.replica) ?? 'unknown',
+    at: typeof at === 'number' && Number.isSafeInteger(at) && at >= 0 ? at : 0,
+  };
+}

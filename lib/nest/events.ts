@@ -21,6 +21,7 @@ const EVENT_TYPES = [
   'guardFailed',
   'leaseAcquired',
   'leaseLost',
+  'operated',
 ] as const satisfies readonly PeriodicEventType[];
 
 /** One `diagnostics_channel` per event type, named `nestjs-periodic:<type>`. */

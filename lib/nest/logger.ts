@@ -22,7 +22,8 @@ export type PeriodicLogKind =
   | 'stoppedPrevious'
   | 'missed'
   | 'guardFailed'
-  | 'leaseAcquired';
+  | 'leaseAcquired'
+  | 'operated';
 
 /** The level of each kind of log line, `false` for none; the kinds not named keep their defaults. */
 export type PeriodicLoggerLevels = { [kind in PeriodicLogKind]?: PeriodicLogLevel | false };
@@ -41,6 +42,7 @@ export const DEFAULT_LOG_LEVELS: Readonly<Required<PeriodicLoggerLevels>> = {
   missed: 'warn',
   guardFailed: 'error',
   leaseAcquired: 'log',
+  operated: 'log',
 };
 
 export const LOG_KINDS = Object.keys(DEFAULT_LOG_LEVELS) as PeriodicLogKind[];
@@ -70,6 +72,7 @@ const SOURCES: Record<PeriodicLogKind, readonly PeriodicEventType[]> = {
   missed: ['missed'],
   guardFailed: ['guardFailed'],
   leaseAcquired: ['leaseAcquired'],
+  operated: ['operated'],
 };
 
 /** What the emitter asks of the event logger. */
@@ -160,6 +163,12 @@ export function eventLogger(
           );
         case 'leaseLost':
           return line('leaseLost', `${event.name} lost its lease: ${event.reason}`);
+        case 'operated': {
+          const done = { pause: 'paused', resume: 'resumed', trigger: 'triggered' }[event.action];
+          const by = event.by === null ? '' : ` by ${event.by}`;
+          const note = event.note === null ? '' : `: ${event.note}`;
+          return line('operated', `${event.name} ${done}${by} on ${event.replica}${note}`);
+        }
       }
     },
   };

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import { StoreLog } from '../scheduler/coordinator-port.js';
-import { Replica } from '../scheduler/replica.js';
+import { defaultReplicaName, Replica } from '../scheduler/replica.js';
 import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
 import {
   JOB_OPTION_NAMES,
@@ -30,6 +30,11 @@ export interface PeriodicModuleOptions {
   /** Shares the leases of `exclusive` jobs between the application's replicas. @default none */
   coordinator?: PeriodicCoordinator;
   /**
+   * This process's name in the fleet, as status, history, audit and the store's records show it, e.g. the pod's
+   * name. @default `<hostname>:<pid>`
+   */
+  replica?: string;
+  /**
    * Options of decorated jobs by job name, over those of their `@Periodic()`, e.g. from configuration;
    * `{ mode: 'manual' }` switches a job off. @default none
    */
@@ -47,6 +52,7 @@ export interface ResolvedModuleOptions {
   /** The level of each kind of line; `false`: no event is logged. */
   readonly logger: Required<PeriodicLoggerLevels> | false;
   readonly coordinator: PeriodicCoordinator | undefined;
+  readonly replica: string;
   readonly jobs: Readonly<Record<string, PeriodicJobOverrides>>;
   readonly telemetry: boolean;
 }
@@ -61,6 +67,11 @@ const MODULE_RULES = {
     expected: "true, false or an object of levels such as { started: 'debug' }",
   },
   coordinator: RULES.coordinator,
+  replica: {
+    accepts: (value) => typeof value === 'string' && value.trim() !== '' && value.length <= 200,
+    expected:
+      'a non-empty string of at most 200 characters naming this process, such as process.env.HOSTNAME',
+  },
   jobs: {
     accepts: isObject,
     expected: "an object of options by job name such as { 'Cleanup.purge': { every: 30_000 } }",
@@ -75,9 +86,9 @@ const OVERRIDE_RULES = Object.fromEntries(
 /** Validates the options of `forRoot()` (or those `forRootAsync()`'s factory built) and fills in the defaults. */
 export function resolveModuleOptions(input: unknown, where: string): ResolvedModuleOptions {
   const given = checkedOptions(where, input, MODULE_RULES, "{ mode: 'manual' }") as PeriodicModuleOptions;
-  const { mode = 'auto', coordinator, telemetry = false } = given;
+  const { mode = 'auto', coordinator, replica = defaultReplicaName(), telemetry = false } = given;
   const logger = logLevels(where, given.logger);
-  return { mode, logger, coordinator, jobs: jobOverrides(where, given.jobs), telemetry };
+  return { mode, logger, coordinator, replica, jobs: jobOverrides(where, given.jobs), telemetry };
 }
 
 function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logger'] {
@@ -156,10 +167,17 @@ export class ModuleSettings {
    * whatever `logger` says (they stop exclusive jobs).
    */
   get replica(): Replica | undefined {
-    const { coordinator } = this.options;
+    const { coordinator, replica } = this.options;
     if (coordinator === undefined) return undefined;
-    if (this.#replica?.calls.coordinator !== coordinator) {
-      this.#replica = new Replica(new StoreLog(coordinator, new Logger(LOGGER_CONTEXT)));
+    if (this.#replica?.calls.coordinator !== coordinator || this.#replica.name !== replica) {
+      const logger = new Logger(LOGGER_CONTEXT);
+      this.#replica = new Replica(new StoreLog(coordinator, logger), replica);
+      if (!this.#replica.calls.operated) {
+        logger.log(
+          'The coordinator has no operate(), readPause() and readAudit(): exclusive jobs are paused, resumed ' +
+            'and audited in each replica on its own, not for the fleet (docs/replicas.md, "Writing a coordinator")',
+        );
+      }
     }
     return this.#replica;
   }

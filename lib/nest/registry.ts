@@ -10,6 +10,7 @@ import {
 import { PeriodicScheduler, type SchedulerContext } from '../scheduler/periodic-scheduler.js';
 import { nearest, readOptions } from '../scheduler/rules.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from '../scheduler/run.js';
+import type { PeriodicAuditEntry, PeriodicOperationOptions } from '../scheduler/operations.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
 import { PeriodicTelemetry } from './telemetry.js';
 import { PeriodicEvents } from './events.js';
@@ -120,7 +121,9 @@ export class PeriodicRegistry {
     options.mode ??= mode;
     options.coordinator = coordinator;
     options.run = this.telemetry.traced(options.run);
-    return new PeriodicScheduler(options, this.events, { where, replica: this.settings.replica, method });
+    const { replica } = this.settings;
+    const replicaName = this.settings.options.replica;
+    return new PeriodicScheduler(options, this.events, { where, replica, replicaName, method });
   }
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */
@@ -146,18 +149,27 @@ export class PeriodicRegistry {
    * Performs one tick of the job now, in auto or manual mode, as a manual tick does (guard, overlap policy,
    * events); the grid does not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
-  async trigger(name: string): Promise<TickResult> {
-    return this.entry(name, 'trigger').scheduler.trigger();
+  async trigger(name: string, options?: PeriodicOperationOptions): Promise<TickResult> {
+    return this.entry(name, 'trigger').scheduler.trigger(options);
   }
 
-  /** The job's ticks start nothing until `resume(name)`; runs in flight go on. Local to this process. */
-  pause(name: string): void {
-    this.entry(name, 'pause').scheduler.pause();
+  /**
+   * The job's ticks start nothing until `resume(name)`; runs in flight go on. An exclusive job is paused for
+   * the whole fleet, in the coordinator's store: resolves once it is there (SPEC 17); any other job in this
+   * process only. `by` and `note` go to the job's audit trail.
+   */
+  async pause(name: string, options?: PeriodicOperationOptions): Promise<void> {
+    return this.entry(name, 'pause').scheduler.pause(options);
   }
 
   /** The job's ticks start runs again, from the next slot of its grid (shifted mode: `every` from now). */
-  resume(name: string): void {
-    this.entry(name, 'resume').scheduler.resume();
+  async resume(name: string, options?: PeriodicOperationOptions): Promise<void> {
+    return this.entry(name, 'resume').scheduler.resume(options);
+  }
+
+  /** The job's pauses, resumes and triggers, newest first: the fleet's for an exclusive job. */
+  async audit(name: string, options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
+    return this.entry(name, 'audit').scheduler.audit(options);
   }
 
   /** What the job is doing, and what it did last. */

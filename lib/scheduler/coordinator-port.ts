@@ -58,6 +58,21 @@ export interface PeriodicScheduleWrite extends PeriodicLeaseHeld {
   schedule: PeriodicFleetSchedule;
 }
 
+/** An operation on a job from `pause`, `resume` or `trigger`, as the job's audit trail keeps it (SPEC 18). */
+export interface PeriodicOperation {
+  action: 'pause' | 'resume' | 'trigger';
+  /** Who asked for it, as the caller named them; null when not named. */
+  by: string | null;
+  note: string | null;
+  /** The replica that was asked. */
+  replica: string;
+  /** When, in wall-clock milliseconds since the epoch. */
+  at: number;
+}
+
+/** What the store answers a write of a schedule: taken, taken while the fleet has paused the job, or refused. */
+export type PeriodicScheduleWritten = boolean | 'paused';
+
 /**
  * A store that the replicas of an application share, holding the leases of its `exclusive` jobs (one lease per
  * job name, held by one owner at a time) and each job's schedule. Each method is one atomic step in the store.
@@ -104,14 +119,26 @@ export interface PeriodicCoordinator {
    * store took it. Unlike `writeSchedule`, it may take a write whose lease ran out or was given up, as long as
    * no other owner took the lease since (the token is still the job's latest) and `owner`'s member record
    * lives: nobody can have moved the schedule in between (the Redis coordinator checks one record per step
-   * rather than a key per job).
+   * rather than a key per job). A coordinator with `operate` answers `'paused'` for a write it took of a job
+   * that the fleet has paused.
    */
-  writeSchedules?(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]>;
+  writeSchedules?(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]>;
   /**
    * Gives up `leases`, each if `owner` still holds it with that token; with `leave`, also forgets the member
    * `owner`, so that the others take its share of the jobs at their next heartbeat.
    */
   releaseAll?(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void>;
+  /**
+   * Records an operation in job `name`'s audit trail, which keeps the latest `keep`; a `'pause'` also pauses the
+   * job for the fleet (until a `'resume'`), and then `writeSchedules` takes its writes but answers `'paused'`,
+   * so that its holder starts nothing. With `readPause` and `readAudit`, the steps of a fleet that is paused
+   * and audited as one (docs/replicas.md); a coordinator without them pauses each replica on its own.
+   */
+  operate?(name: string, operation: PeriodicOperation, keep: number): Promise<void>;
+  /** The fleet's pause of job `name` (the operation that paused it), or null when it is not paused. */
+  readPause?(name: string): Promise<PeriodicOperation | null>;
+  /** The latest `limit` operations of job `name`'s audit trail, newest first. */
+  readAudit?(name: string, limit: number): Promise<PeriodicOperation[]>;
 }
 
 /** Where the failures of a coordinator are reported, and their end. */
@@ -225,7 +252,7 @@ export class StoreCalls {
    * Writes schedules; a store that has not answered within `leaseMs / 3` fails them all (a tick waits for its
    * claim, and would otherwise hold its job up for ever while its lease is renewed).
    */
-  writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+  writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
     const what = `writing the schedule of ${names(writes)}`;
     const { coordinator } = this;
     const send = this.batched
@@ -237,10 +264,51 @@ export class StoreCalls {
             ),
           );
     const problem = (reply: unknown) =>
-      Array.isArray(reply) && reply.length === writes.length && reply.every((ok) => typeof ok === 'boolean')
+      Array.isArray(reply) &&
+      reply.length === writes.length &&
+      reply.every((ok) => typeof ok === 'boolean' || ok === 'paused')
         ? undefined
-        : `writeSchedules() answered ${describeValue(reply)}, not a boolean per write (${writes.length})`;
+        : `writeSchedules() answered ${describeValue(reply)}, not true, false or 'paused' per write ` +
+          `(${writes.length})`;
     return this.call(what, () => this.within(send()), problem);
+  }
+
+  /** Whether the coordinator pauses and audits the fleet's jobs as one: it has the steps for it. */
+  get operated(): boolean {
+    const { operate, readPause, readAudit } = this.coordinator;
+    return this.batched && [operate, readPause, readAudit].every((step) => typeof step === 'function');
+  }
+
+  /** Records an operation (and a pause or its end) in the store; fails when it has not answered in `leaseMs / 3`. */
+  operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
+    const what = `recording the ${operation.action} of "${name}"`;
+    return this.call(
+      what,
+      () => this.within(this.coordinator.operate!(name, operation, keep)),
+      () => undefined,
+    );
+  }
+
+  /** The fleet's pause of a job, read from the store within `leaseMs / 3`. */
+  readPause(name: string): Promise<PeriodicOperation | null> {
+    return this.call(
+      `reading the pause of "${name}"`,
+      () => this.within(this.coordinator.readPause!(name)),
+      (reply) =>
+        reply === null || OPERATION.accepts(reply) ? undefined : wrongOperation('readPause', reply),
+    );
+  }
+
+  /** A job's audit trail, read from the store within `leaseMs / 3`. */
+  readAudit(name: string, limit: number): Promise<PeriodicOperation[]> {
+    return this.call(
+      `reading the audit trail of "${name}"`,
+      () => this.within(this.coordinator.readAudit!(name, limit)),
+      (reply) =>
+        Array.isArray(reply) && reply.every((entry) => OPERATION.accepts(entry))
+          ? undefined
+          : wrongOperation('readAudit', reply),
+    );
   }
 
   /** Releases leases, and with `leave` the member's record; waits for the store at most `leaseMs / 3`. */
@@ -462,6 +530,25 @@ const SCHEDULE = {
   },
   expected: 'null or a schedule { grid: string, last: number, next: number }',
 };
+
+const OPERATION = {
+  accepts: (value: unknown): value is PeriodicOperation => {
+    const { action, by, note, replica, at } = (value ?? {}) as Partial<PeriodicOperation>;
+    const text = (field: unknown) => field === null || typeof field === 'string';
+    return (
+      (action === 'pause' || action === 'resume' || action === 'trigger') &&
+      text(by) &&
+      text(note) &&
+      typeof replica === 'string' &&
+      isWhole(at)
+    );
+  },
+  expected: 'an operation { action, by, note, replica, at }',
+};
+
+function wrongOperation(step: string, reply: unknown): string {
+  return `${step}() answered ${describeValue(reply)}, not ${step === 'readAudit' ? 'an array of operations' : `null or ${OPERATION.expected}`}`;
+}
 
 /** A safe integer ≥ 0. */
 function isWhole(value: unknown): value is number {

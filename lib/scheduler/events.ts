@@ -27,7 +27,17 @@ export type PeriodicEvent =
   | { type: 'missed'; name: string; count: number }
   | { type: 'guardFailed'; name: string; error: unknown }
   | { type: 'leaseAcquired'; name: string; fencingToken: number }
-  | { type: 'leaseLost'; name: string; reason: string };
+  | { type: 'leaseLost'; name: string; reason: string }
+  /** A pause, resume or trigger, as the job's audit trail records it (SPEC 18). */
+  | {
+      type: 'operated';
+      name: string;
+      action: 'pause' | 'resume' | 'trigger';
+      by: string | null;
+      note: string | null;
+      replica: string;
+      at: Date;
+    };
 
 /** The `type` of a {@link PeriodicEvent}. */
 export type PeriodicEventType = PeriodicEvent['type'];

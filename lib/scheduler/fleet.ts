@@ -1,4 +1,4 @@
-import type { PeriodicFleetSchedule } from './coordinator-port.js';
+import type { PeriodicFleetSchedule, PeriodicScheduleWritten } from './coordinator-port.js';
 import type { Lease } from './replica.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
@@ -32,19 +32,20 @@ export class FleetSlots {
   }
 
   /**
-   * Claims `slot` in the store: resolves whether this replica holds it. A claimed slot is this replica's until
+   * Claims `slot` in the store: resolves whether this replica holds it, and `'paused'` when it does but the
+   * fleet has paused the job (the tick starts nothing). A claimed slot is this replica's until
    * its tick has started a run or ended without one (`settled()`); one still unsettled when the replica gives
    * the lease up is given back to the fleet, due now, and the next holder runs it.
    */
-  async claim(slot: number): Promise<boolean> {
+  async claim(slot: number): Promise<PeriodicScheduleWritten> {
     const { grid, lease } = this;
     const next = this.options.delayMode === 'regular' ? this.after(slot) : 0;
     const write = lease.writeSchedule({ grid, last: slot, next });
     this.claiming = write;
     const taken = await write;
     // A slot claimed while the lease was being handed over or lost is given back with the lease.
-    if (taken) this.unstarted = slot;
-    return taken && lease.held;
+    if (taken !== false) this.unstarted = slot;
+    return lease.held && taken;
   }
 
   /** The claimed slot's tick has started its run, or ended without one on purpose. */

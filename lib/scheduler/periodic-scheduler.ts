@@ -3,7 +3,7 @@
 // the guard and the overlap policy decide, and a run starts; its end comes back (runEnded). What the scheduler
 // asks of others (the deadline timer, a run, the schedule's arithmetic, the lease and the fleet's slots) reports
 // back and keeps no state about the tick.
-import { type PeriodicFleetSchedule, StoreLog } from './coordinator-port.js';
+import { type PeriodicFleetSchedule, type PeriodicOperation, StoreLog } from './coordinator-port.js';
 import {
   armAt,
   cancel,
@@ -25,7 +25,17 @@ import {
   type PeriodicEventType,
 } from './events.js';
 import { FleetSlots } from './fleet.js';
-import { Lease, Replica } from './replica.js';
+import {
+  AUDIT_KEEP,
+  auditEntry,
+  auditLimit,
+  LocalAudit,
+  notRecorded,
+  operation,
+  type PeriodicAuditEntry,
+  type PeriodicOperationOptions,
+} from './operations.js';
+import { defaultReplicaName, Lease, Replica } from './replica.js';
 import {
   noCoordinator,
   type PeriodicSchedulerOptions,
@@ -77,6 +87,8 @@ export interface SchedulerContext {
    * job's own
    */
   replica?: Replica;
+  /** The replica's name, for a job that is not exclusive. @default that of `replica`, or `<hostname>:<pid>` */
+  replicaName?: string;
   /**
    * The job is method `key` of `target`, and `run` the method it inherits: one that `target` holds itself at a
    * run (a test's `jest.spyOn(instance, 'purge')`, made after the job) is called instead. (Looking the method up
@@ -101,6 +113,18 @@ export class PeriodicScheduler {
   #phase: 'idle' | 'ticking' | 'stopped' = 'idle';
   /** Ticks start nothing until `resume()`; the timer keeps the grid. */
   #paused = false;
+  /**
+   * An exclusive job paused for the fleet, as this replica last learnt it (from its own `pause()`, or the store's
+   * answer to a claim): what `state` says. The store decides: every tick claims its slot, and a claim of a
+   * paused job starts nothing.
+   */
+  #fleetPaused = false;
+  /** A pause or resume of this replica on its way to the store: a pause counts from the moment it is asked. */
+  #asking: 'pause' | 'resume' | undefined;
+  /** The replica's name, as the audit trail and the event `operated` show it. */
+  readonly #replica: string;
+  /** The audit trail, when it is not the fleet's. */
+  #audit: LocalAudit | undefined;
   /** What the job did, made when it first has something to count. */
   #record: JobRecord | undefined;
   /**
@@ -142,6 +166,7 @@ export class PeriodicScheduler {
     const {
       where: named,
       replica,
+      replicaName,
       method,
     } = typeof context === 'string' ? { where: context } : (context ?? {});
     const name: unknown = options?.name;
@@ -172,6 +197,7 @@ export class PeriodicScheduler {
       const lease = new Lease(replica ?? new Replica(new StoreLog(coordinator)), resolved.name, this);
       this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
+    this.#replica = replica?.name ?? replicaName ?? defaultReplicaName();
   }
 
   /** The job's name. */
@@ -181,7 +207,7 @@ export class PeriodicScheduler {
 
   /** `'idle'` until `start()`, `'ticking'` (or `'paused'`) until `stop()`, then `'stopped'` for good. */
   get state(): PeriodicJobStatus['state'] {
-    return this.#paused && this.#phase === 'ticking' ? 'paused' : this.#phase;
+    return (this.#paused || this.#fleetPaused) && this.#phase === 'ticking' ? 'paused' : this.#phase;
   }
 
   /** The number of runs being tracked: started, and neither settled nor abandoned. */
@@ -281,14 +307,15 @@ export class PeriodicScheduler {
     const waiting = this.#waitFor('claim');
     return fleet.claim(tick.slot).then((held) => {
       waiting.claim = false;
-      if (!held) {
+      if (held === false) {
         fleet.lease.idle();
         return this.#endWithoutRun(tick);
       }
+      this.#fleetPaused = held === 'paused' || this.#asking === 'pause';
       // Closing meanwhile: the claimed slot is given back to the fleet when the lease is released.
       if (this.#phase !== 'ticking') return undefined;
-      // Paused meanwhile, or a trigger's guard is pending: the slot was claimed, and is dropped.
-      if (this.#paused || waiting.guard) {
+      // Paused (here, or for the fleet), or a trigger's guard is pending: the slot was claimed, and is dropped.
+      if (this.#paused || this.#fleetPaused || waiting.guard) {
         fleet.settled();
         if (waiting.guard) this.#missed(1);
         return this.#endWithoutRun(tick);
@@ -322,7 +349,7 @@ export class PeriodicScheduler {
       (passed) => {
         waiting.guard = false;
         // The lease may have been lost, or the job paused, while the guard was pending.
-        return passed && this.#fleet?.lease.held !== false && !this.#paused
+        return passed && this.#fleet?.lease.held !== false && !this.#paused && !this.#fleetPaused
           ? this.#startRun(tick)
           : this.#endWithoutRun(tick);
       },
@@ -464,7 +491,7 @@ export class PeriodicScheduler {
    */
   #slotsDropped(count: number): boolean {
     // A paused job drops its ticks on purpose.
-    if (this.#fleet?.lease.held !== false && !this.#paused) this.#missed(count);
+    if (this.#fleet?.lease.held !== false && !this.#paused && !this.#fleetPaused) this.#missed(count);
     return this.#phase === 'ticking';
   }
 
@@ -622,16 +649,31 @@ export class PeriodicScheduler {
   /** Manual mode: performs one tick; resolves once the guard has been evaluated and the run, if any, started. */
   async tick(): Promise<TickResult> {
     if (this.options.mode !== 'manual') return { ok: false, error: 'notInManualMode' };
-    return this.trigger();
+    return this.#trigger();
   }
 
   /**
    * Performs one tick now, in either mode, as a manual tick does (guard, overlap policy, events); the grid does
    * not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
-  async trigger(): Promise<TickResult> {
+  async trigger(options?: PeriodicOperationOptions): Promise<TickResult> {
+    const asked = operation(this.name, 'trigger', options, this.#replica);
+    // Recorded beside the tick, not before it: the audit trail never holds a run up.
+    void this.#keep(asked).catch(() => undefined);
+    return this.#trigger();
+  }
+
+  async #trigger(): Promise<TickResult> {
     const refusal = this.#refuseTick();
     if (refusal !== undefined) return refusal;
+    // The fleet's pause is obeyed before any run: a trigger reads it, as a timer tick's claim does.
+    if (this.#operated) {
+      const calls = this.#fleet!.lease.replica.calls;
+      const paused = await calls.readPause(this.name).catch(() => undefined);
+      if (paused === undefined) return { ok: false, error: 'jobNotStarted' };
+      this.#fleetPaused = paused !== null;
+      if (paused !== null) return { ok: false, error: 'paused' };
+    }
     const run = await (this.options.mode === 'manual'
       ? this.#manualTick(undefined)
       : this.#handle(new Run(this, now(), Date.now(), 'trigger')));
@@ -652,18 +694,80 @@ export class PeriodicScheduler {
 
   /**
    * Ticks start nothing (no guard, no run) until `resume()`; runs in flight go on, and the grid keeps its
-   * place. Local to this process: an exclusive job's lease is kept.
+   * place. An exclusive job whose coordinator has the steps for it is paused for the whole fleet: resolves once
+   * the store has the pause, and rejects if it could not be written (then nothing changed). Otherwise the
+   * pause is this process's, at once. Recorded in the audit trail, and emitted as `operated`.
    */
-  pause(): void {
-    this.#paused = true;
+  async pause(options?: PeriodicOperationOptions): Promise<void> {
+    const asked = operation(this.name, 'pause', options, this.#replica);
+    if (!this.#operated) {
+      this.#paused = true;
+      return this.#keep(asked);
+    }
+    const before = this.#fleetPaused;
+    this.#fleetPaused = true;
+    this.#asking = 'pause';
+    try {
+      await this.#keep(asked);
+    } catch (error) {
+      this.#fleetPaused = before;
+      throw error;
+    } finally {
+      this.#asking = undefined;
+    }
   }
 
-  /** Ticks start runs again: the next is the next slot of the grid; in shifted mode, `every` from now. */
-  resume(): void {
-    if (!this.#paused) return;
-    this.#paused = false;
-    // A shifted job with a run in flight arms its next tick when that run ends.
-    if (this.options.delayMode === 'shifted' && isArmed(this)) this.#armNext(this.options.every);
+  /**
+   * Ticks start runs again: the next is the next slot of the grid; in shifted mode, `every` from now. For the
+   * fleet, as `pause()` paused it.
+   */
+  async resume(options?: PeriodicOperationOptions): Promise<void> {
+    const asked = operation(this.name, 'resume', options, this.#replica);
+    if (!this.#operated) {
+      const paused = this.#paused;
+      this.#paused = false;
+      this.#resumed(paused);
+      return this.#keep(asked);
+    }
+    this.#asking = 'resume';
+    await this.#keep(asked).finally(() => (this.#asking = undefined));
+    const paused = this.#fleetPaused;
+    this.#fleetPaused = false;
+    this.#resumed(paused);
+  }
+
+  /** After a resume, a shifted job's next tick comes `every` from now (one with a run in flight: when it ends). */
+  #resumed(paused: boolean): void {
+    if (paused && this.options.delayMode === 'shifted' && isArmed(this)) this.#armNext(this.options.every);
+  }
+
+  /** The job's audit trail: the latest `limit` (default 50) of its pauses, resumes and triggers, newest first. */
+  async audit(options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
+    const limit = auditLimit(this.name, options);
+    const entries = this.#operated
+      ? await this.#fleet!.lease.replica.calls.readAudit(this.name, limit)
+      : (this.#audit?.latest(limit) ?? []);
+    return entries.map((entry) => auditEntry(this.name, entry));
+  }
+
+  /** Whether the job is the fleet's to pause and audit: exclusive, with a coordinator that has the steps. */
+  get #operated(): boolean {
+    return this.#fleet?.lease.replica.calls.operated === true;
+  }
+
+  /**
+   * Records an operation in the audit trail (the store's, for the fleet: rejects when it is not written), and
+   * emits it as `operated`.
+   */
+  async #keep(asked: PeriodicOperation): Promise<void> {
+    if (this.#operated) {
+      await this.#fleet!.lease.replica.calls.operate(this.name, asked, AUDIT_KEEP).catch((error: unknown) =>
+        Promise.reject(notRecorded(this.name, asked.action, error)),
+      );
+    } else {
+      (this.#audit ??= new LocalAudit()).record(asked);
+    }
+    if (this.#wants('operated')) this.#emit({ type: 'operated', ...auditEntry(this.name, asked) });
   }
 
   /** What the job is doing, and what it did last. */

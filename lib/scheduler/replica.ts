@@ -10,6 +10,7 @@ import {
   type PeriodicHeartbeat,
   type PeriodicLeaseHeld,
   type PeriodicScheduleWrite,
+  type PeriodicScheduleWritten,
   StoreCalls,
   type StoreLog,
 } from './coordinator-port.js';
@@ -44,7 +45,7 @@ export class Lease {
   owned = false;
 
   constructor(
-    private readonly replica: Replica,
+    /** @internal */ readonly replica: Replica,
     readonly name: string,
     /** @internal */ readonly holder: LeaseHolder,
   ) {}
@@ -83,9 +84,10 @@ export class Lease {
 
   /**
    * Writes the job's schedule, if this replica holds the lease (being handed over included: the last run's end
-   * and a slot given back are written before the lease goes): resolves whether the store took it.
+   * and a slot given back are written before the lease goes): resolves whether the store took it, and
+   * `'paused'` when it did and the fleet has paused the job.
    */
-  writeSchedule(schedule: PeriodicFleetSchedule): Promise<boolean> {
+  writeSchedule(schedule: PeriodicFleetSchedule): Promise<PeriodicScheduleWritten> {
     if (this.fencingToken === 0 || now() >= this.validUntil) return Promise.resolve(false);
     return this.replica.write(this, schedule);
   }
@@ -138,7 +140,11 @@ export class Replica {
    * Writes of schedules not sent yet: those of one turn of the event loop go together at its end, and while a
    * step is out, all that come meanwhile go in the next, once it has been answered.
    */
-  private writes: { lease: Lease; schedule: PeriodicFleetSchedule; done: (ok: boolean) => void }[] = [];
+  private writes: {
+    lease: Lease;
+    schedule: PeriodicFleetSchedule;
+    done: (written: PeriodicScheduleWritten) => void;
+  }[] = [];
   /** A step of writes is out. */
   private writing = false;
   /** Leases of stopped jobs to give up, with this turn's others. */
@@ -193,7 +199,7 @@ export class Replica {
    * together, and a replica whose jobs tick at many different instants sends one step per round trip to the
    * store at most, however many: under load, the steps grow rather than queue up one by one.
    */
-  write(lease: Lease, schedule: PeriodicFleetSchedule): Promise<boolean> {
+  write(lease: Lease, schedule: PeriodicFleetSchedule): Promise<PeriodicScheduleWritten> {
     return new Promise((done) => {
       if (this.writes.length === 0 && !this.writing) void Promise.resolve().then(() => this.flushWrites());
       this.writes.push({ lease, schedule, done });
@@ -256,7 +262,9 @@ export class Replica {
     if (sent.length === 0) return;
     this.writing = true;
     // A failure was reported, and drops the writes: a slot whose claim failed is not run.
-    const taken = await this.calls.writeSchedules(this.owner, sent).catch(() => sent.map(() => false));
+    const taken = await this.calls
+      .writeSchedules(this.owner, sent)
+      .catch(() => sent.map((): PeriodicScheduleWritten => false));
     this.writing = false;
     pending.forEach((write, i) => write.done(taken[i]));
     if (this.writes.length > 0) void this.flushWrites();

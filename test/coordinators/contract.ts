@@ -222,6 +222,7 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
       releaseAll: releaseAll.bind(coordinator),
     };
   };
+  const operated = (leaseMs: number) => operatedSteps(subject, leaseMs);
   const member = (owner: string, jobs = 'digest') => ({ owner, replica: `replica ${owner}`, jobs });
   /** Member owners unique to the check, so that checks sharing a store do not see each other's. */
   let members = 0;
@@ -409,5 +410,90 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         await store.releaseAll(a, renew, true);
       },
     ],
+    [
+      "a pause is the fleet's: the holder's claims are taken but answered 'paused', until a resume",
+      async () => {
+        const store = await operated(LEASE);
+        if (store === undefined) return;
+        const [a, name, idle] = [owner(), job(), job()];
+        const pause = {
+          action: 'pause' as const,
+          by: 'alice',
+          note: 'the API is down',
+          replica: 'r1',
+          at: 1_700_000_000_000,
+        };
+        // A job no replica has held yet can be paused; the pause outlives the holders.
+        await store.operate(name, pause, 10);
+        assert.deepEqual(await store.readPause(name), pause);
+        assert.equal(await store.readPause(idle), null);
+        // A name that holds another's, with a line break or quotes, pauses only itself.
+        await store.operate(`${idle}\n"${name}"`, pause, 10);
+        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [name, idle] });
+        const [token, idleToken] = taken.acquired.map((holding) => holding!.fencingToken);
+        const write = (last: number) => [
+          { name, fencingToken: token, schedule: { grid: 'every 1000 regular', last, next: last + 1000 } },
+          {
+            name: idle,
+            fencingToken: idleToken,
+            schedule: { grid: 'every 1000 regular', last, next: last + 1000 },
+          },
+        ];
+        assert.deepEqual(await store.writeSchedules(a, write(1000)), ['paused', true]);
+        assert.equal((await store.coordinator.readSchedule(name))?.last, 1000, 'the paused claim is written');
+        await store.operate(name, { ...pause, action: 'resume', by: 'bob', note: null, replica: 'r2' }, 10);
+        assert.equal(await store.readPause(name), null);
+        assert.deepEqual(await store.writeSchedules(a, write(2000)), [true, true]);
+        await store.releaseAll(
+          a,
+          [
+            { name, fencingToken: token },
+            { name: idle, fencingToken: idleToken },
+          ],
+          true,
+        );
+      },
+    ],
+    [
+      'the audit trail keeps the latest `keep` operations of a job, newest first; a trigger pauses nothing',
+      async () => {
+        const store = await operated(LEASE);
+        if (store === undefined) return;
+        const [name, neighbour] = [job(), job()];
+        const at = 1_700_000_000_000;
+        const operations = Array.from({ length: 5 }, (_, i) => ({
+          action: (['pause', 'resume', 'trigger'] as const)[i % 3],
+          by: i === 4 ? null : `user ${i}`,
+          note: i === 1 ? 'a note with "quotes", a comma,\nand a line' : null,
+          replica: `r${i}`,
+          at: at + i,
+        }));
+        for (const operation of operations) await store.operate(name, operation, 3);
+        await store.operate(neighbour, operations[0], 3);
+        assert.deepEqual(await store.readAudit(name, 50), operations.slice(2).reverse());
+        assert.deepEqual(await store.readAudit(name, 1), [operations[4]]);
+        assert.deepEqual(await store.readAudit(job(), 50), []);
+        // pause, resume, trigger, pause, resume: the last that changed the pause was a resume.
+        assert.equal(await store.readPause(name), null);
+        assert.deepEqual(await store.readPause(neighbour), operations[0]);
+      },
+    ],
   ];
+}
+
+/** The coordinator's steps that pause and audit the fleet, or undefined (they are optional). */
+async function operatedSteps(subject: ContractSubject, leaseMs: number) {
+  const coordinator = await subject.make(leaseMs);
+  const { heartbeat, writeSchedules, releaseAll, operate, readPause, readAudit } = coordinator;
+  const steps = [heartbeat, writeSchedules, releaseAll, operate, readPause, readAudit];
+  if (steps.some((step) => step === undefined)) return undefined;
+  return {
+    coordinator,
+    heartbeat: heartbeat!.bind(coordinator),
+    writeSchedules: writeSchedules!.bind(coordinator),
+    releaseAll: releaseAll!.bind(coordinator),
+    operate: operate!.bind(coordinator),
+    readPause: readPause!.bind(coordinator),
+    readAudit: readAudit!.bind(coordinator),
+  };
 }

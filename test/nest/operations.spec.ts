@@ -278,9 +278,9 @@ describe('the HTTP recipe of docs/operations.md', () => {
       await expect(controller.trigger(name)).resolves.toEqual({ ok: true, jobId: 1 });
       await finished;
     }
-    controller.pause('slow');
+    await controller.pause('slow', { by: 'alice', note: 'too slow' });
     await expect(controller.trigger('slow')).rejects.toThrow(ConflictException);
-    controller.resume('slow');
+    await controller.resume('slow', {});
     await expect(controller.trigger('slow')).resolves.toEqual({ ok: true, jobId: 1 });
     const shown = JSON.parse(JSON.stringify(controller.status())) as Record<string, unknown>[];
     expect(shown).toEqual([
@@ -296,7 +296,13 @@ describe('the HTTP recipe of docs/operations.md', () => {
       expect.objectContaining({ name: 'fine', lastFinished: expect.objectContaining({ reason: 'normal' }) }),
     ]);
     expect(shown[3].lastFinished).not.toHaveProperty('error');
-    expect(() => controller.pause('nothing')).toThrow(NotFoundException);
+    await expect(controller.pause('nothing', {})).rejects.toThrow(NotFoundException);
+    expect((await app.registry.audit('slow')).map(({ action, by, note }) => [action, by, note])).toEqual([
+      ['trigger', null, null],
+      ['resume', null, null],
+      ['trigger', null, null],
+      ['pause', 'alice', 'too slow'],
+    ]);
   });
 
   it('over HTTP: 200 for a run, 409 for a trigger that started none, 204 for pause and resume, 404 with the nearest name', async () => {
@@ -365,5 +371,67 @@ describe('the HTTP recipe of docs/operations.md', () => {
       if (saved === undefined) delete process.env.OPERATIONS_TOKEN;
       else process.env.OPERATIONS_TOKEN = saved;
     }
+  });
+});
+
+describe('the fleet in the module: replica names, pause and audit of exclusive jobs', () => {
+  const createApp = useApps();
+
+  it("an exclusive job's pause goes to the store, named after forRoot({ replica }); logged, and emitted as operated", async () => {
+    const coordinator = new InMemoryCoordinator();
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ coordinator, replica: 'pod-7' })],
+    });
+    app.registry.add('report', () => undefined, { every: 60_000, exclusive: true });
+    await app.registry.pause('report', { by: 'alice', note: 'the billing API is down' });
+    expect(await coordinator.readPause('report')).toMatchObject({
+      action: 'pause',
+      by: 'alice',
+      replica: 'pod-7',
+    });
+    expect(app.registry.status('report').state).toBe('paused');
+    await app.registry.resume('report');
+    expect(await coordinator.readPause('report')).toBeNull();
+    expect((await app.registry.audit('report')).map(({ action, replica }) => [action, replica])).toEqual([
+      ['resume', 'pod-7'],
+      ['pause', 'pod-7'],
+    ]);
+    expect(app.seen.filter((event) => event.type === 'operated')).toHaveLength(2);
+    expect(app.logs.periodic()).toEqual(
+      expect.arrayContaining([
+        'log: report paused by alice on pod-7: the billing API is down',
+        'log: report resumed on pod-7',
+      ]),
+    );
+  });
+
+  it('replica must be a non-empty string', async () => {
+    expect(() => PeriodicModule.forRoot({ replica: ' ' })).toThrow(PeriodicConfigError);
+    expect(() => PeriodicModule.forRoot({ replica: 7 as never })).toThrow(/"replica".*7/);
+  });
+
+  it('a coordinator without operate(), readPause() and readAudit() keeps pauses local, and the module says so once', async () => {
+    const store = new InMemoryCoordinator();
+    const { heartbeat, writeSchedules, releaseAll } = store;
+    const coordinator = {
+      leaseMs: store.leaseMs,
+      acquire: store.acquire.bind(store),
+      renew: store.renew.bind(store),
+      release: store.release.bind(store),
+      readSchedule: store.readSchedule.bind(store),
+      writeSchedule: store.writeSchedule.bind(store),
+      heartbeat: heartbeat.bind(store),
+      writeSchedules: writeSchedules.bind(store),
+      releaseAll: releaseAll.bind(store),
+    };
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ coordinator })] });
+    app.registry.add('a', () => undefined, { every: 60_000, exclusive: true });
+    app.registry.add('b', () => undefined, { every: 60_000, exclusive: true });
+    await app.registry.pause('a', { by: 'alice' });
+    expect(app.registry.status('a').state).toBe('paused');
+    expect(await store.readPause('a')).toBeNull();
+    expect(await app.registry.audit('a')).toMatchObject([{ action: 'pause', by: 'alice' }]);
+    const said = app.logs.periodic().filter((line) => line.includes('no operate()'));
+    expect(said).toHaveLength(1);
   });
 });

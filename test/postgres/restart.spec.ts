@@ -61,4 +61,37 @@ describeCluster('PostgreSQL restarted', () => {
     );
     await app.close();
   }, 60_000);
+
+  it('a pause outlives the restart: the job is still paused when the lease is taken again, until a resume', async () => {
+    if (cluster === undefined) {
+      cluster = new OwnCluster(await freePort());
+      cluster.create();
+    }
+    const runs: number[] = [];
+    const pool = new pg.Pool({ connectionString: cluster.url, connectionTimeoutMillis: 1000 });
+    pool.on('error', () => undefined);
+    pools.push(pool);
+    const coordinator = new PostgresCoordinator({ pool, table: 'paused_leases', leaseMs: LEASE_MS });
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ coordinator, replica: 'pod-1' })] });
+    app.registry.add('report', () => void runs.push(performance.now()), { every: 50, exclusive: true });
+    await app.events.once('leaseAcquired');
+    await app.registry.pause('report', { by: 'alice', note: 'before the restart' });
+    const lost = app.events.once('leaseLost');
+    cluster.ctl('restart');
+    const upAt = performance.now();
+    await lost;
+    await app.events.once('leaseAcquired');
+    // Many slots after the lease is back: each claim is answered "paused".
+    await sleep(500);
+    expect(runs.filter((at) => at > upAt)).toEqual([]);
+    expect(app.registry.status('report').state).toBe('paused');
+    expect(await coordinator.readPause('report')).toMatchObject({ by: 'alice', note: 'before the restart' });
+    await app.registry.resume('report', { by: 'bob' });
+    await app.events.once('started');
+    expect((await app.registry.audit('report')).map(({ action, by }) => [action, by])).toEqual([
+      ['resume', 'bob'],
+      ['pause', 'alice'],
+    ]);
+    await app.close();
+  }, 60_000);
 });

@@ -92,6 +92,41 @@ describeRedis('the Lua scripts', () => {
     evalCalls.mockRestore();
   });
 
+  it('a batch of writes sends a grid only when it changed under the token; Redis keeps the latest', async () => {
+    const member = { owner: 'owner-a', replica: 'a', jobs: 'j' };
+    const { acquired } = await coordinator.heartbeat({ member, renew: [], acquire: ['cleanup'] });
+    const fencingToken = acquired[0]!.fencingToken;
+    const sent = jest.spyOn(redis, 'evalsha');
+    const write = (grid: string, last: number) =>
+      coordinator.writeSchedules('owner-a', [
+        { name: 'cleanup', fencingToken, schedule: { grid, last, next: last + 1000 } },
+      ]);
+    const grids = () => sent.mock.calls.map((call) => call.at(-1));
+    await expect(write('every 1000 regular', 1000)).resolves.toEqual([true]);
+    await expect(write('every 1000 regular', 2000)).resolves.toEqual([true]);
+    await expect(write('every 500 regular', 3000)).resolves.toEqual([true]);
+    expect(grids()).toEqual(['every 1000 regular', '', 'every 500 regular']);
+    await expect(coordinator.readSchedule('cleanup')).resolves.toEqual({
+      grid: 'every 500 regular',
+      last: 3000,
+      next: 4000,
+    });
+    // Under a token of another holding, the grid goes again: another holder may have changed it meanwhile.
+    await coordinator.releaseAll('owner-a', [{ name: 'cleanup', fencingToken }], false);
+    await redis.hset(prefix, 'grid:cleanup', 'every 2000 regular');
+    const again = await coordinator.heartbeat({ member, renew: [], acquire: ['cleanup'] });
+    const [retaken] = again.acquired;
+    await coordinator.writeSchedules('owner-a', [
+      {
+        name: 'cleanup',
+        fencingToken: retaken!.fencingToken,
+        schedule: { grid: 'every 500 regular', last: 4000, next: 5000 },
+      },
+    ]);
+    expect(await redis.hget(prefix, 'grid:cleanup')).toBe('every 500 regular');
+    sent.mockRestore();
+  });
+
   it('a job named like another job plus a suffix has its own lease and counter', async () => {
     await coordinator.acquire('a', 'owner-a');
     await expect(coordinator.acquire('a:fencing', 'owner-b')).resolves.toBeGreaterThan(0);

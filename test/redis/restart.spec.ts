@@ -98,4 +98,32 @@ describeRedis('Redis stopped and restarted', () => {
     await app.close();
     for (const remaining of servers) await kill(remaining);
   }, 60_000);
+
+  it('a Redis without persistence forgets a pause when it restarts, as docs/operations.md says', async () => {
+    const port = await freePort();
+    const server = await startRedis(port);
+    servers.add(server);
+    const starts: number[] = [];
+    const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 }).on('error', () => undefined);
+    clients.push(client);
+    const coordinator = new RedisCoordinator({ client, leaseMs: LEASE_MS });
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ coordinator })] });
+    app.registry.add('report', () => void starts.push(performance.now()), { every: 50, exclusive: true });
+    await app.events.once('leaseAcquired');
+    await app.registry.pause('report', { by: 'alice' });
+    await sleep(300);
+    const pausedAt = performance.now();
+    server.kill('SIGKILL');
+    await once(server, 'exit');
+    servers.delete(server);
+    await app.events.once('leaseLost');
+    servers.add(await startRedis(port));
+    const upAt = performance.now();
+    await app.events.once('leaseAcquired');
+    await app.events.once('started');
+    expect(starts.filter((at) => at > pausedAt && at < upAt)).toEqual([]);
+    expect(await coordinator.readPause('report')).toBeNull();
+    expect(await app.registry.audit('report')).toEqual([]);
+    await app.close();
+  }, 60_000);
 });

@@ -10,6 +10,7 @@ import {
   type PeriodicHeartbeatReply,
   type PeriodicLeaseHeld,
   type PeriodicScheduleWrite,
+  type PeriodicScheduleWritten,
   StoreLog,
 } from '../../lib/scheduler/coordinator-port.js';
 import { now } from '../../lib/scheduler/deadline-timer.js';
@@ -55,7 +56,10 @@ class FlakyStore extends InMemoryCoordinator {
     return this.answer(() => super.heartbeat(request), hangs);
   }
 
-  override writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+  override writeSchedules(
+    owner: string,
+    writes: PeriodicScheduleWrite[],
+  ): Promise<PeriodicScheduleWritten[]> {
     return this.answer(() => super.writeSchedules(owner, writes), !this.hangOnlyAcquiring);
   }
 
@@ -304,7 +308,10 @@ describe('claiming', () => {
     readonly steps: string[][] = [];
     gate: Promise<void> | undefined;
 
-    override async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<boolean[]> {
+    override async writeSchedules(
+      owner: string,
+      writes: PeriodicScheduleWrite[],
+    ): Promise<PeriodicScheduleWritten[]> {
       this.steps.push(writes.map(({ name }) => name));
       await this.gate;
       return super.writeSchedules(owner, writes);

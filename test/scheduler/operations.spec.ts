@@ -285,7 +285,8 @@ describe('trigger()', () => {
     jest.advanceTimersByTime(400);
     log.clear();
     expect(await scheduler.trigger()).toEqual({ ok: true, jobId: 1 });
-    expect(log.types()).toEqual(['started', 'finished']);
+    // The trigger is recorded in the audit trail first (`operated`), then runs.
+    expect(log.types()).toEqual(['operated', 'started', 'finished']);
     expect(scheduler.status().nextTickAt).toEqual(at(t0 + 1000));
     jest.advanceTimersByTime(600);
     expect(log.of('started').map((event) => event.jobId)).toEqual([1, 2]);
@@ -367,7 +368,7 @@ describe('trigger()', () => {
   it('manual mode: the same as tick()', async () => {
     const { scheduler, log } = startScheduler({ every: 1000, mode: 'manual' });
     expect(await scheduler.trigger()).toEqual({ ok: true, jobId: 1 });
-    expect(log.types()).toEqual(['nextTick', 'nextTick', 'started', 'finished']);
+    expect(log.types()).toEqual(['nextTick', 'operated', 'nextTick', 'started', 'finished']);
   });
 
   it("with a guard: evaluated; false starts nothing ('jobNotStarted'), a throw is guardFailed", async () => {
@@ -402,9 +403,13 @@ describe('trigger()', () => {
   });
 
   it.each([
-    ['run', { ok: true, jobId: 2 }, ['started', 'started']],
-    ['ignore', { ok: false, error: 'jobNotStarted' }, ['started', 'skipped']],
-    ['stopPrevious', { ok: true, jobId: 2 }, ['started', 'finished', 'stoppedPrevious', 'started']],
+    ['run', { ok: true, jobId: 2 }, ['started', 'operated', 'started']],
+    ['ignore', { ok: false, error: 'jobNotStarted' }, ['started', 'operated', 'skipped']],
+    [
+      'stopPrevious',
+      { ok: true, jobId: 2 },
+      ['started', 'operated', 'finished', 'stoppedPrevious', 'started'],
+    ],
   ] as const)('onOverlap %s: applied as on any tick', async (onOverlap, result, types) => {
     const { scheduler, log } = startScheduler({ every: 1000, onOverlap, run: honouringRun });
     jest.advanceTimersByTime(1000);
@@ -580,16 +585,18 @@ describe('pause() and resume()', () => {
     expect(scheduler.state).toBe('stopped');
   });
 
-  it('a paused holder of an exclusive job keeps its lease and claims no slot', async () => {
+  it("a paused holder of an exclusive job keeps its lease; its claims are answered 'paused' and start nothing", async () => {
     const coordinator = new InMemoryCoordinator({ leaseMs: 3000 });
     const { scheduler, log } = startScheduler({ every: 1000, exclusive: true, coordinator });
     await flush();
-    scheduler.pause();
+    await scheduler.pause();
     const write = jest.spyOn(coordinator, 'writeSchedule');
     await jest.advanceTimersByTimeAsync(5000);
     expect(scheduler.status().lease?.held).toBe(true);
-    expect(write).not.toHaveBeenCalled();
+    // Each slot is claimed, so that the fleet's schedule keeps its place, and the store answers that it is paused.
+    expect(write).toHaveBeenCalledTimes(5);
     expect(log.of('started')).toEqual([]);
+    expect(log.of('missed')).toEqual([]);
     await scheduler.stop();
   });
 });

@@ -108,7 +108,7 @@ const job: fc.Arbitrary<Case> = fc
 /** The longest a run of these behaviours takes to settle once stopped: the bound with no grace limit. */
 const LONGEST_RUN = 80;
 
-type Seen = PeriodicEvent & { at: number; afterStop: boolean };
+type Seen = PeriodicEvent & { seenAt: number; afterStop: boolean };
 
 /** Runs one case to its end: the steps, then stop() (if no step did) and time until every run has ended. */
 async function play(c: Case) {
@@ -127,7 +127,7 @@ async function playOn(c: Case, stallBy: (ms: number) => void) {
   const seen: Seen[] = [];
   let stopCalled = false;
   const sink = (event: PeriodicEvent) =>
-    seen.push({ ...event, at: performance.now(), afterStop: stopCalled });
+    seen.push({ ...event, seenAt: performance.now(), afterStop: stopCalled });
   let tick = 0;
   const run = (context: PeriodicContext): unknown => {
     const behaviour = c.runs[(context.jobId - 1) % c.runs.length];
@@ -258,7 +258,7 @@ describe('properties over generated jobs', () => {
           const ticks = of(seen, 'nextTick').slice(1); // the first reports the start, each later one a tick
           if (ticks.length === 0) return;
           const missed = of(seen, 'missed').reduce((sum, event) => sum + event.count, 0);
-          const last = ticks.at(-1)!.at;
+          const last = ticks.at(-1)!.seenAt;
           expect(ticks.length + missed).toBe(Math.floor((last - first) / c.every) + 1);
         },
       ),
@@ -272,7 +272,7 @@ describe('properties over generated jobs', () => {
         job.filter((c) => c.delayMode === 'shifted' && c.mode === 'auto'),
         async (c) => {
           const { seen } = await play(c);
-          const ends = new Map(of(seen, 'finished').map((event) => [event.jobId, event.at]));
+          const ends = new Map(of(seen, 'finished').map((event) => [event.jobId, event.seenAt]));
           for (const run of of(seen, 'started').slice(1)) {
             const previousEnd = ends.get(run.jobId - 1)!;
             expect(run.scheduledAt - previousEnd).toBeGreaterThanOrEqual(c.every);

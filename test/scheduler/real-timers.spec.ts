@@ -3,7 +3,11 @@ import { describe, expect, it } from '@jest/globals';
 import type { PeriodicEvent } from '../../lib/scheduler/events.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
-import { type PeriodicScheduleWrite, StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import {
+  type PeriodicScheduleWrite,
+  type PeriodicScheduleWritten,
+  StoreLog,
+} from '../../lib/scheduler/coordinator-port.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { Replica } from '../../lib/scheduler/replica.js';
 import { deferred, EventLog } from './helpers.js';
@@ -153,7 +157,10 @@ describe('the store traffic of exclusive jobs on real timers', () => {
   it('the jobs of a replica whose ticks fall together claim their slots in one write', async () => {
     const writes: number[] = [];
     const store = new (class extends InMemoryCoordinator {
-      override writeSchedules(owner: string, batch: PeriodicScheduleWrite[]): Promise<boolean[]> {
+      override writeSchedules(
+        owner: string,
+        batch: PeriodicScheduleWrite[],
+      ): Promise<PeriodicScheduleWritten[]> {
         writes.push(batch.length);
         return super.writeSchedules(owner, batch);
       }

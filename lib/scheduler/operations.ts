@@ -1,0 +1,102 @@
+// Operations on a job (pause, resume, trigger): who asked, checked, and the audit trail of a job that is not
+// the fleet's, kept in memory. An exclusive job's are kept by its coordinator (SPEC 17, 18).
+import type { PeriodicOperation } from './coordinator-port.js';
+import { messageOf } from './errors.js';
+import { checkedOptions, type OptionRule } from './rules.js';
+
+/** Who asks for an operation, and why, as `pause`, `resume` and `trigger` take them. */
+export interface PeriodicOperationOptions {
+  /** Who asks, as the audit trail names them (a user, a service). */
+  by?: string;
+  /** Why, for the audit trail. */
+  note?: string;
+}
+
+/** An entry of a job's audit trail, and the event `operated`. */
+export interface PeriodicAuditEntry {
+  name: string;
+  action: PeriodicOperation['action'];
+  by: string | null;
+  note: string | null;
+  /** The replica that was asked. */
+  replica: string;
+  at: Date;
+}
+
+/** How many entries a job's audit trail keeps. */
+export const AUDIT_KEEP = 100;
+
+const TEXT = 1000;
+
+const text = (what: string): OptionRule => ({
+  accepts: (value) => typeof value === 'string' && value.length <= TEXT,
+  expected: `a string of at most ${TEXT} characters (${what})`,
+});
+
+const RULES = {
+  by: text("who asks, such as 'alice@example.com'"),
+  note: text("why, such as 'the billing API is down'"),
+} satisfies Record<keyof PeriodicOperationOptions, OptionRule>;
+
+/** The operation `action` on job `name`, asked of `replica` now; options that are not accepted throw. */
+export function operation(
+  name: string,
+  action: PeriodicOperation['action'],
+  options: PeriodicOperationOptions | undefined,
+  replica: string,
+): PeriodicOperation {
+  const where = `${action}() of job "${name}"`;
+  const given = checkedOptions(where, options ?? {}, RULES, "{ by: 'alice', note: 'maintenance' }");
+  const { by = null, note = null } = given as PeriodicOperationOptions;
+  return { action, by, note, replica, at: Date.now() };
+}
+
+/** An operation as the audit trail and the event `operated` show it. */
+export function auditEntry(
+  name: string,
+  { action, by, note, replica, at }: PeriodicOperation,
+): PeriodicAuditEntry {
+  return { name, action, by, note, replica, at: new Date(at) };
+}
+
+/** The `limit` of `audit()`: an integer from 1 to the entries kept. */
+export function auditLimit(name: string, options: { limit?: number } | undefined): number {
+  const where = `audit() of job "${name}"`;
+  const given = checkedOptions(
+    where,
+    options ?? {},
+    {
+      limit: {
+        accepts: (value) =>
+          Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= AUDIT_KEEP,
+        expected: `an integer from 1 to ${AUDIT_KEEP}`,
+      },
+    },
+    '{ limit: 50 }',
+  );
+  return (given.limit as number | undefined) ?? 50;
+}
+
+/** The audit trail of a job that is not the fleet's, newest last: the latest {@link AUDIT_KEEP} operations. */
+export class LocalAudit {
+  private readonly entries: PeriodicOperation[] = [];
+
+  record(operation: PeriodicOperation): void {
+    this.entries.push(operation);
+    if (this.entries.length > AUDIT_KEEP) this.entries.shift();
+  }
+
+  /** The latest `limit`, newest first. */
+  latest(limit: number): PeriodicOperation[] {
+    return this.entries.slice(-limit).reverse();
+  }
+}
+
+/** The error of an operation the store did not record: the job was not paused (or resumed). */
+export function notRecorded(name: string, action: string, error: unknown): Error {
+  return new Error(
+    `${action}() of job "${name}" failed: the coordinator's store did not record it (${messageOf(error)}); ` +
+      'nothing changed in the fleet. Try again once the store answers.',
+    { cause: error },
+  );
+}
