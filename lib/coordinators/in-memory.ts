@@ -109,7 +109,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       if (expiresAt > now()) members.push({ ...live });
       else this.members.delete(key);
     }
-    return { members, renewed, acquired };
+    return { members, renewed, acquired, paused: [...this.pauses.keys()] };
   }
 
   async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {

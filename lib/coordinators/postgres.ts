@@ -173,7 +173,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
 
   /**
    * One statement: the member's record (and the expired ones forgotten), the renewals, and the leases to acquire
-   * (taken if free), each lease taken with its schedule. Every statement locks the rows of leases in the order of
+   * (taken if free), each lease taken with its schedule; and the jobs the fleet has paused. Every statement locks the rows of leases in the order of
    * their names; the taking of a lease skips a row that another statement has locked (its holder renews it, or
    * another replica takes it), and inserts only the rows of jobs that have none (an insert that meets a row
    * being updated waits for the update), so that the replicas' steps never wait for each other in a cycle.
@@ -222,7 +222,9 @@ export class PostgresCoordinator implements PeriodicCoordinator {
        UNION ALL SELECT 'member', $1, $2, $3, NULL, NULL, NULL, NULL
        UNION ALL SELECT 'renewed', name, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
        UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM retaken
-       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM created`,
+       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM created
+       UNION ALL SELECT 'paused', name, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table}
+         WHERE paused IS NOT NULL`,
       [
         member.owner,
         member.replica,
@@ -236,6 +238,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     const renewed = new Set(rows.filter((row) => row.kind === 'renewed').map((row) => row.name));
     const acquired = new Map(rows.filter((row) => row.kind === 'acquired').map((row) => [row.name, row]));
     return {
+      paused: rows.filter((row) => row.kind === 'paused').map((row) => row.name),
       members: rows
         .filter((row) => row.kind === 'member')
         .map(({ name, replica, jobs }) => ({ owner: name, replica: String(replica), jobs: String(jobs) })),
@@ -394,7 +397,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
 
 /** A row of a heartbeat's answer: a member, a renewal, or a lease taken. */
 interface HeartbeatRow {
-  kind: 'member' | 'renewed' | 'acquired';
+  kind: 'member' | 'renewed' | 'acquired' | 'paused';
   name: string;
   replica: unknown;
   jobs: unknown;

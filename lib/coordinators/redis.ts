@@ -140,7 +140,7 @@ end
  * record and forgets the expired ones; renews each lease the owner holds with that token; takes each lease to
  * acquire that is free, as ACQUIRE does. Returns the live members as owner, record pairs; a 1 or 0 per renewal;
  * and per lease taken or not, its token (0 when not taken) and its schedule's last, next and grid (empty when
- * none).
+ * none); and the names of the jobs the fleet has paused, as JSON.
  */
 const HEARTBEAT = `${MEMBERS}${CHUNKED}
 local owner, leaseMs, renewing = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -182,7 +182,7 @@ for i = 1, #KEYS - 1 - renewing do
     acquired[#acquired - 3] = '0'
   end
 end
-return {live, renewed, acquired}`;
+return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]'}`;
 
 /**
  * KEYS: the hash; ARGV: owner, then per write its job name, token, last, next and grid (empty: unchanged; a job once
@@ -391,6 +391,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     );
     return {
       members: replies.at(-1)!.members,
+      paused: replies.at(-1)!.paused,
       renewed: replies.flatMap((reply) => reply.renewed),
       acquired: replies.flatMap((reply) => reply.acquired),
     };
@@ -413,11 +414,12 @@ export class RedisCoordinator implements PeriodicCoordinator {
       ...acquire,
     ];
     const reply = await this.#heartbeat(keys.length, ...keys, ...args);
-    const [members, renewed, acquired] = Array.isArray(reply) ? (reply as unknown[][]) : [];
+    const [members, renewed, acquired, paused] = Array.isArray(reply) ? (reply as unknown[]) : [];
     if (!Array.isArray(members) || !Array.isArray(renewed) || !Array.isArray(acquired)) {
       throw new Error(`Redis answered ${describeValue(reply)} to a heartbeat`);
     }
     return {
+      paused: typeof paused === 'string' ? (JSON.parse(paused) as string[]) : [],
       members: pairs(members).map(([owner, record]) => {
         const [replica, jobs] = String(record).split('\t');
         return { owner: String(owner), replica, jobs: jobs ?? '' } satisfies PeriodicFleetMember;

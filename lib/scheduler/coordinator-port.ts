@@ -51,6 +51,8 @@ export interface PeriodicHeartbeatReply {
    * job's schedule as `readSchedule` reads it), or null when it was not taken.
    */
   acquired: ({ fencingToken: number; schedule: PeriodicFleetSchedule | null } | null)[];
+  /** The names of the jobs the fleet has paused (`operate`), from a coordinator that pauses them. */
+  paused?: string[];
 }
 
 /** A write of a job's schedule by the owner of its lease, as `writeSchedule` makes it. */
@@ -375,7 +377,7 @@ export class StoreCalls {
     const limit = this.coordinator.leaseMs / 3;
     return new Promise((resolve, reject) => {
       const timer = new DeadlineTimer({
-        onDeadline: () => reject(new Error(`no answer within ${Math.round(limit)}ms`)),
+        onDeadline: () => reject(new NoAnswer(`no answer within ${Math.round(limit)}ms`)),
       });
       timer.armAt(now() + limit);
       answer.then(
@@ -395,6 +397,9 @@ export class StoreCalls {
     if (!this.silent) this.store.failed(what, error);
   }
 }
+
+/** A command to the store that has not answered in time: it may still be carried out when the store answers. */
+export class NoAnswer extends Error {}
 
 /** What a heartbeat answers, with the failures of the steps for one job it was made of. */
 export interface HeartbeatAnswer extends PeriodicHeartbeatReply {
@@ -501,6 +506,10 @@ function heartbeatProblem(request: PeriodicHeartbeat, reply: unknown): string | 
       return wrong(`acquired[${i}].fencingToken`, fencingToken, 'a fencing token (a safe integer > 0)');
     }
     if (!SCHEDULE.accepts(schedule)) return wrong(`acquired[${i}].schedule`, schedule, SCHEDULE.expected);
+  }
+  const { paused } = reply as PeriodicHeartbeatReply;
+  if (paused !== undefined && !(Array.isArray(paused) && paused.every((name) => typeof name === 'string'))) {
+    return wrong('paused', paused, 'an array of job names');
   }
   return undefined;
 }

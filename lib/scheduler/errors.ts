@@ -33,7 +33,12 @@ export class PeriodicTimeoutError extends Error {
 
 /** A value as an error message shows it: strings quoted, functions and objects in short. */
 export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
+  // A long string is cut, its length said: a message echoes what was given, not a whole document.
+  if (typeof value === 'string') {
+    return value.length > 200
+      ? `${JSON.stringify(value.slice(0, 160))}... (${value.length} characters)`
+      : JSON.stringify(value);
+  }
   if (typeof value === 'function') return 'a function';
   const text = inspect(value, { depth: 1, breakLength: Infinity });
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;

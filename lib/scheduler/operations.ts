@@ -1,6 +1,6 @@
 // Operations on a job (pause, resume, trigger): who asked, checked, and the audit trail of a job that is not
 // the fleet's, kept in memory. An exclusive job's are kept by its coordinator (SPEC 17, 18).
-import type { PeriodicOperation } from './coordinator-port.js';
+import { NoAnswer, type PeriodicOperation } from './coordinator-port.js';
 import { messageOf } from './errors.js';
 import { checkedOptions, type OptionRule } from './rules.js';
 
@@ -46,7 +46,11 @@ export function operation(
   replica: string,
 ): PeriodicOperation {
   const where = `${action}() of job "${name}"`;
-  const given = checkedOptions(where, options ?? {}, RULES, "{ by: 'alice', note: 'maintenance' }");
+  // A trigger has no note: it is not a state that lasts, to be explained.
+  const given =
+    action === 'trigger'
+      ? checkedOptions(where, options ?? {}, { by: RULES.by }, "{ by: 'alice' }")
+      : checkedOptions(where, options ?? {}, RULES, "{ by: 'alice', note: 'maintenance' }");
   const { by = null, note = null } = given as PeriodicOperationOptions;
   return { action, by, note, replica, at: Date.now() };
 }
@@ -92,11 +96,17 @@ export class LocalAudit {
   }
 }
 
-/** The error of an operation the store did not record: the job was not paused (or resumed). */
+/**
+ * The error of an operation the store did not take: it refused it (nothing changed), or did not answer in time
+ * (it may still carry it out when it does).
+ */
 export function notRecorded(name: string, action: string, error: unknown): Error {
-  return new Error(
-    `${action}() of job "${name}" failed: the coordinator's store did not record it (${messageOf(error)}); ` +
-      'nothing changed in the fleet. Try again once the store answers.',
-    { cause: error },
-  );
+  const what = `${action}() of job "${name}" failed`;
+  const message =
+    error instanceof NoAnswer
+      ? `${what}: the coordinator's store did not answer (${error.message}), and may still carry it out when ` +
+        `it does. Read audit() to see whether it did, or ask again: ${action}() can be repeated.`
+      : `${what}: the coordinator's store did not take it (${messageOf(error)}); nothing changed in the fleet. ` +
+        'Try again once the store answers.';
+  return new Error(message, { cause: error });
 }

@@ -16,7 +16,7 @@ import {
   unwatchSystemTime,
   watchSystemTime,
 } from './deadline-timer.js';
-import { describeValue, isError, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
+import { describeValue, isError, messageOf, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
 import {
   FAILED_RUNS,
   type JobExitReason,
@@ -121,6 +121,8 @@ export class PeriodicScheduler {
   #fleetPaused = false;
   /** A pause or resume of this replica on its way to the store: a pause counts from the moment it is asked. */
   #asking: 'pause' | 'resume' | undefined;
+  /** When this replica's last pause or resume was written, on the `now()` timeline. */
+  #operatedAt = -Infinity;
   /** The replica's name, as the audit trail and the event `operated` show it. */
   readonly #replica: string;
   /** The audit trail, when it is not the fleet's. */
@@ -583,6 +585,15 @@ export class PeriodicScheduler {
     return this.#runs !== undefined || this.#pending?.claim === true;
   }
 
+  /**
+   * @internal Whether the fleet has paused the job, as a heartbeat of this replica found it: what `state` says
+   * on every replica, within a heartbeat. One sent before this replica's own pause or resume was written is
+   * older news.
+   */
+  fleetPaused(paused: boolean, sent: number): void {
+    if (this.#asking === undefined && sent > this.#operatedAt) this.#fleetPaused = paused;
+  }
+
   /** @internal The lease is about to be handed over: a slot claimed and not started goes back to the fleet. */
   givingUp(): Promise<void> {
     return this.#fleet!.giveBack();
@@ -656,11 +667,13 @@ export class PeriodicScheduler {
    * Performs one tick now, in either mode, as a manual tick does (guard, overlap policy, events); the grid does
    * not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
-  async trigger(options?: PeriodicOperationOptions): Promise<TickResult> {
+  async trigger(options?: Pick<PeriodicOperationOptions, 'by'>): Promise<TickResult> {
     const asked = operation(this.name, 'trigger', options, this.#replica);
-    // Recorded beside the tick, not before it: the audit trail never holds a run up.
-    void this.#keep(asked).catch(() => undefined);
-    return this.#trigger();
+    const result = await this.#trigger();
+    // Recorded once the run has started, beside it: the audit trail never holds a run up, and a trigger that
+    // started nothing is not an operation the job underwent.
+    if (result.ok) void this.#keep(asked).catch(() => undefined);
+    return result;
   }
 
   async #trigger(): Promise<TickResult> {
@@ -709,6 +722,7 @@ export class PeriodicScheduler {
     this.#asking = 'pause';
     try {
       await this.#keep(asked);
+      this.#operatedAt = now();
     } catch (error) {
       this.#fleetPaused = before;
       throw error;
@@ -731,6 +745,7 @@ export class PeriodicScheduler {
     }
     this.#asking = 'resume';
     await this.#keep(asked).finally(() => (this.#asking = undefined));
+    this.#operatedAt = now();
     const paused = this.#fleetPaused;
     this.#fleetPaused = false;
     this.#resumed(paused);
@@ -745,7 +760,13 @@ export class PeriodicScheduler {
   async audit(options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
     const limit = auditLimit(this.name, options);
     const entries = this.#operated
-      ? await this.#fleet!.lease.replica.calls.readAudit(this.name, limit)
+      ? await this.#fleet!.lease.replica.calls.readAudit(this.name, limit).catch((error: unknown) => {
+          throw new Error(
+            `audit() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
+              'Try again once the store answers.',
+            { cause: error },
+          );
+        })
       : (this.#audit?.latest(limit) ?? []);
     return entries.map((entry) => auditEntry(this.name, entry));
   }

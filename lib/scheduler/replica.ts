@@ -27,6 +27,8 @@ export interface LeaseHolder {
   readonly busy: boolean;
   /** The lease is about to be given up on purpose: a slot claimed and not started goes back to the fleet. */
   givingUp(): Promise<void>;
+  /** Whether the fleet has paused the job, as a heartbeat sent at `sent` (on the `now()` timeline) found it. */
+  fleetPaused(paused: boolean, sent: number): void;
 }
 
 /** A job's lease as this replica sees it; whether it is held is answered from memory. */
@@ -361,6 +363,10 @@ export class Replica {
       lease.validUntil = validUntil;
       lease.holder.leaseAcquired(taken.fencingToken, taken.schedule);
     });
+    if (reply.paused !== undefined) {
+      const paused = new Set(reply.paused);
+      for (const lease of this.leases.values()) lease.holder.fleetPaused(paused.has(lease.name), sent);
+    }
     this.members = reply.members;
     this.spreadJobs();
     this.armExpiry();

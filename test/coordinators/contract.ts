@@ -431,6 +431,8 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         await store.operate(`${idle}\n"${name}"`, pause, 10);
         const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [name, idle] });
         const [token, idleToken] = taken.acquired.map((holding) => holding!.fencingToken);
+        assert.ok(taken.paused?.includes(name), 'a heartbeat names the jobs the fleet has paused');
+        assert.ok(!taken.paused?.includes(idle));
         const write = (last: number) => [
           { name, fencingToken: token, schedule: { grid: 'every 1000 regular', last, next: last + 1000 } },
           {
@@ -444,6 +446,12 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         await store.operate(name, { ...pause, action: 'resume', by: 'bob', note: null, replica: 'r2' }, 10);
         assert.equal(await store.readPause(name), null);
         assert.deepEqual(await store.writeSchedules(a, write(2000)), [true, true]);
+        const renew = [
+          { name, fencingToken: token },
+          { name: idle, fencingToken: idleToken },
+        ];
+        const beat = await store.heartbeat({ member: member(a), renew, acquire: [] });
+        assert.ok(!beat.paused?.includes(name), 'nor a job resumed since');
         await store.releaseAll(
           a,
           [

@@ -300,7 +300,6 @@ describe('the HTTP recipe of docs/operations.md', () => {
     expect((await app.registry.audit('slow')).map(({ action, by, note }) => [action, by, note])).toEqual([
       ['trigger', null, null],
       ['resume', null, null],
-      ['trigger', null, null],
       ['pause', 'alice', 'too slow'],
     ]);
   });

@@ -85,6 +85,9 @@ describe("an exclusive job's pause is the fleet's", () => {
     expect(await store.readPause('job')).toBeNull();
     await advance(1000);
     expect(holder.log.of('started').length).toBeGreaterThan(paused + 5);
+    // The replica that paused the job, without the lease, learns of the resume at its next heartbeat.
+    await advance(LEASE_MS / 3);
+    expect(other.scheduler.state).toBe('ticking');
     await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
   });
 
@@ -115,13 +118,25 @@ describe("an exclusive job's pause is the fleet's", () => {
     await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
   });
 
+  it('every replica says the job is paused within a heartbeat, whichever replica paused it', async () => {
+    const store = new Store();
+    const [holder, other] = fleet(store);
+    await advance(500);
+    await holder.scheduler.pause();
+    expect(other.scheduler.state).toBe('ticking');
+    await advance(LEASE_MS / 3);
+    expect(other.scheduler.state).toBe('paused');
+    expect(other.log.of('started')).toEqual([]);
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+
   it('a pause the store does not take rejects with what failed, and changes nothing', async () => {
     const store = new Store();
     const [holder, other] = fleet(store);
     await advance(500);
     store.down = true;
     await expect(other.scheduler.pause({ by: 'alice' })).rejects.toThrow(
-      /^pause\(\) of job "job" failed: the coordinator's store did not record it \(connect ECONNREFUSED.*\); nothing changed/,
+      /^pause\(\) of job "job" failed: the coordinator's store did not take it \(connect ECONNREFUSED.*\); nothing changed/,
     );
     expect(other.scheduler.state).toBe('ticking');
     const before = holder.log.of('started').length;
@@ -150,18 +165,19 @@ describe("an exclusive job's pause is the fleet's", () => {
 });
 
 describe('a job that is not the fleet’s', () => {
-  it('pauses at once in this process; the audit trail is in memory, the latest 100', async () => {
+  it('pauses at once in this process; the audit trail is in memory, the latest 100; a trigger that starts nothing is not in it', async () => {
     const { scheduler, log } = startScheduler({ every: 100 });
     const pausing = scheduler.pause({ by: 'alice', note: 'deploy' });
     expect(scheduler.state).toBe('paused');
     await pausing;
-    for (let i = 0; i < 110; i++) await scheduler.trigger({ by: `user ${i}` });
+    expect(await scheduler.trigger({ by: 'eve' })).toEqual({ ok: false, error: 'paused' });
     await scheduler.resume();
+    for (let i = 0; i < 110; i++) await scheduler.trigger({ by: `user ${i}` });
     const audit = await scheduler.audit({ limit: 100 });
     expect(audit).toHaveLength(100);
-    expect(audit[0]).toMatchObject({ action: 'resume', by: null });
-    expect(audit[1]).toMatchObject({ action: 'trigger', by: 'user 109' });
-    expect(audit.at(-1)).toMatchObject({ action: 'trigger', by: 'user 11' });
+    expect(audit[0]).toMatchObject({ action: 'trigger', by: 'user 109' });
+    expect(audit.at(-1)).toMatchObject({ action: 'trigger', by: 'user 10' });
+    expect(audit.some((entry) => entry.by === 'eve')).toBe(false);
     expect(log.of('operated')).toHaveLength(112);
     await scheduler.stop();
   });
@@ -171,6 +187,9 @@ describe('a job that is not the fleet’s', () => {
     await expect(scheduler.pause({ by: 42 } as never)).rejects.toThrow(PeriodicConfigError);
     await expect(scheduler.pause({ by: 42 } as never)).rejects.toThrow(/pause\(\) of job "job".*"by".*42/);
     await expect(scheduler.resume({ who: 'x' } as never)).rejects.toThrow(/unknown option "who"/);
+    await expect(scheduler.trigger({ note: 'x' } as never)).rejects.toThrow(
+      /unknown option "note".*The options are: by\./,
+    );
     await expect(scheduler.audit({ limit: 0 })).rejects.toThrow(/"limit".*an integer from 1 to 100/);
     expect(scheduler.state).toBe('ticking');
     await scheduler.stop();

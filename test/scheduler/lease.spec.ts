@@ -350,6 +350,7 @@ describe('claiming', () => {
       leaseLost: () => undefined,
       busy: false,
       givingUp: async () => undefined,
+      fleetPaused: () => undefined,
     });
     lease.start();
     await advance(0);

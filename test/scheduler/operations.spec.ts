@@ -285,8 +285,8 @@ describe('trigger()', () => {
     jest.advanceTimersByTime(400);
     log.clear();
     expect(await scheduler.trigger()).toEqual({ ok: true, jobId: 1 });
-    // The trigger is recorded in the audit trail first (`operated`), then runs.
-    expect(log.types()).toEqual(['operated', 'started', 'finished']);
+    // The trigger is recorded in the audit trail (`operated`) once its run has started.
+    expect(log.types()).toEqual(['started', 'finished', 'operated']);
     expect(scheduler.status().nextTickAt).toEqual(at(t0 + 1000));
     jest.advanceTimersByTime(600);
     expect(log.of('started').map((event) => event.jobId)).toEqual([1, 2]);
@@ -368,7 +368,7 @@ describe('trigger()', () => {
   it('manual mode: the same as tick()', async () => {
     const { scheduler, log } = startScheduler({ every: 1000, mode: 'manual' });
     expect(await scheduler.trigger()).toEqual({ ok: true, jobId: 1 });
-    expect(log.types()).toEqual(['nextTick', 'operated', 'nextTick', 'started', 'finished']);
+    expect(log.types()).toEqual(['nextTick', 'nextTick', 'started', 'finished', 'operated']);
   });
 
   it("with a guard: evaluated; false starts nothing ('jobNotStarted'), a throw is guardFailed", async () => {
@@ -403,12 +403,12 @@ describe('trigger()', () => {
   });
 
   it.each([
-    ['run', { ok: true, jobId: 2 }, ['started', 'operated', 'started']],
-    ['ignore', { ok: false, error: 'jobNotStarted' }, ['started', 'operated', 'skipped']],
+    ['run', { ok: true, jobId: 2 }, ['started', 'started', 'operated']],
+    ['ignore', { ok: false, error: 'jobNotStarted' }, ['started', 'skipped']],
     [
       'stopPrevious',
       { ok: true, jobId: 2 },
-      ['started', 'operated', 'finished', 'stoppedPrevious', 'started'],
+      ['started', 'finished', 'stoppedPrevious', 'started', 'operated'],
     ],
   ] as const)('onOverlap %s: applied as on any tick', async (onOverlap, result, types) => {
     const { scheduler, log } = startScheduler({ every: 1000, onOverlap, run: honouringRun });
