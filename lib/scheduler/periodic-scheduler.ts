@@ -3,7 +3,12 @@
 // the guard and the overlap policy decide, and a run starts; its end comes back (runEnded). What the scheduler
 // asks of others (the deadline timer, a run, the schedule's arithmetic, the lease and the fleet's slots) reports
 // back and keeps no state about the tick.
-import { type PeriodicFleetSchedule, type PeriodicOperation, StoreLog } from './coordinator-port.js';
+import {
+  type PeriodicFleetSchedule,
+  type PeriodicOperation,
+  type StoreCalls,
+  StoreLog,
+} from './coordinator-port.js';
 import {
   armAt,
   cancel,
@@ -680,9 +685,9 @@ export class PeriodicScheduler {
     const refusal = this.#refuseTick();
     if (refusal !== undefined) return refusal;
     // The fleet's pause is obeyed before any run: a trigger reads it, as a timer tick's claim does.
-    if (this.#operated) {
-      const calls = this.#fleet!.lease.replica.calls;
-      const paused = await calls.readPause(this.name).catch(() => undefined);
+    const store = this.#store;
+    if (store !== undefined) {
+      const paused = await store.readPause(this.name).catch(() => undefined);
       if (paused === undefined) return { ok: false, error: 'jobNotStarted' };
       this.#fleetPaused = paused !== null;
       if (paused !== null) return { ok: false, error: 'paused' };
@@ -713,7 +718,7 @@ export class PeriodicScheduler {
    */
   async pause(options?: PeriodicOperationOptions): Promise<void> {
     const asked = operation(this.name, 'pause', options, this.#replica);
-    if (!this.#operated) {
+    if (this.#store === undefined) {
       this.#paused = true;
       return this.#keep(asked);
     }
@@ -737,7 +742,7 @@ export class PeriodicScheduler {
    */
   async resume(options?: PeriodicOperationOptions): Promise<void> {
     const asked = operation(this.name, 'resume', options, this.#replica);
-    if (!this.#operated) {
+    if (this.#store === undefined) {
       const paused = this.#paused;
       this.#paused = false;
       this.#resumed(paused);
@@ -759,21 +764,27 @@ export class PeriodicScheduler {
   /** The job's audit trail: the latest `limit` (default 50) of its pauses, resumes and triggers, newest first. */
   async audit(options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
     const limit = auditLimit(this.name, options);
-    const entries = this.#operated
-      ? await this.#fleet!.lease.replica.calls.readAudit(this.name, limit).catch((error: unknown) => {
-          throw new Error(
-            `audit() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
-              'Try again once the store answers.',
-            { cause: error },
-          );
-        })
-      : (this.#audit?.latest(limit) ?? []);
+    const store = this.#store;
+    const entries =
+      store !== undefined
+        ? await store.readAudit(this.name, limit).catch((error: unknown) => {
+            throw new Error(
+              `audit() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
+                'Try again once the store answers.',
+              { cause: error },
+            );
+          })
+        : (this.#audit?.latest(limit) ?? []);
     return entries.map((entry) => auditEntry(this.name, entry));
   }
 
-  /** Whether the job is the fleet's to pause and audit: exclusive, with a coordinator that has the steps. */
-  get #operated(): boolean {
-    return this.#fleet?.lease.replica.calls.operated === true;
+  /**
+   * The calls to the coordinator's store, when the job is the fleet's to pause and audit: exclusive, with a
+   * coordinator that has the steps for it.
+   */
+  get #store(): StoreCalls | undefined {
+    const calls = this.#fleet?.lease.replica.calls;
+    return calls?.operated === true ? calls : undefined;
   }
 
   /**
@@ -781,10 +792,11 @@ export class PeriodicScheduler {
    * emits it as `operated`.
    */
   async #keep(asked: PeriodicOperation): Promise<void> {
-    if (this.#operated) {
-      await this.#fleet!.lease.replica.calls.operate(this.name, asked, AUDIT_KEEP).catch((error: unknown) =>
-        Promise.reject(notRecorded(this.name, asked.action, error)),
-      );
+    const store = this.#store;
+    if (store !== undefined) {
+      await store
+        .operate(this.name, asked, AUDIT_KEEP)
+        .catch((error: unknown) => Promise.reject(notRecorded(this.name, asked.action, error)));
     } else {
       (this.#audit ??= new LocalAudit()).record(asked);
     }
