@@ -36,6 +36,7 @@ else {
     leaseMs: Number(option('lease', 10_000)),
     windowS: Number(option('window', 30)),
     kill: process.argv.includes('--kill'),
+    history: option('history', 'on'),
   });
   console.log(JSON.stringify(result, null, 2));
 }
@@ -114,6 +115,7 @@ async function scenario(settings) {
     JOBS: String(jobs),
     EVERY: String(every),
     LEASE_MS: String(leaseMs),
+    HISTORY: settings.history ?? 'on',
   };
   if (peer === 'bullmq') await server.schedule(jobs, every);
   const children = Array.from({ length: replicas }, (_, i) => startReplica({ ...env, REPLICA: `r${i}` }));
@@ -136,6 +138,8 @@ async function scenario(settings) {
       Object.values(answer.runs).reduce((sum, list) => sum + list.length, 0),
     );
     const storeCpuMs = storeAfter.cpuMs - storeBefore.cpuMs;
+    // Round trips: Redis scripts (EVALSHA, EVAL), PostgreSQL transactions (one statement each).
+    const trips = storeAfter.trips - storeBefore.trips;
     const result = {
       ...settings,
       settleS,
@@ -145,6 +149,7 @@ async function scenario(settings) {
         (storeAfter.commands - storeBefore.commands) / seconds / (jobs * (1000 / every)),
         3,
       ),
+      roundTripsPerReplicaS: round(trips / seconds / replicas, 1),
       storeCpuPct: round(storeCpuMs / 10 / seconds, 1),
       storeCpuUsPerJobSecond: round((storeCpuMs * 1000) / (seconds * jobs * (1000 / every)), 2),
       replicaCpuPct: round(
@@ -274,11 +279,14 @@ async function redis() {
     }
   }
   const info = async () => {
-    const text = await client.info();
+    const text = await client.info('all');
     const field = (name) => Number(text.match(new RegExp(`^${name}:([\\d.]+)`, 'm'))[1]);
+    const calls = (command) =>
+      Number(text.match(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm'))?.[1] ?? 0);
     return {
       commands: field('total_commands_processed'),
       cpuMs: (field('used_cpu_user') + field('used_cpu_sys')) * 1000,
+      trips: calls('evalsha') + calls('eval'),
     };
   };
   return {
@@ -334,10 +342,13 @@ async function postgres() {
       const { rows } = await pool.query('SELECT xact_commit FROM pg_stat_database WHERE datname = $1', [
         database,
       ]);
-      return { commands: Number(rows[0].xact_commit), cpuMs: cpuMs() };
+      const commands = Number(rows[0].xact_commit);
+      return { commands, cpuMs: cpuMs(), trips: commands };
     },
     async stop() {
-      await pool.query(`DROP TABLE IF EXISTS "${table}", "${table}_members", "${table}_audit"`);
+      await pool.query(
+        `DROP TABLE IF EXISTS "${table}", "${table}_members", "${table}_audit", "${table}_runs", "${table}_summary", "${table}_trigger"`,
+      );
       await pool.end();
     },
   };

@@ -7,11 +7,18 @@ export { PeriodicEvents } from './nest/events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 export type {
   PeriodicCoordinator,
+  PeriodicFleetRead,
   PeriodicFleetSchedule,
   PeriodicOperation,
+  PeriodicRunEntry,
   PeriodicScheduleWritten,
+  PeriodicTriggerAnswer,
+  PeriodicTriggerRequest,
+  PeriodicTriggerState,
 } from './scheduler/coordinator-port.js';
 export type { PeriodicAuditEntry, PeriodicOperationOptions } from './scheduler/operations.js';
+export type { PeriodicHistoryOptions, PeriodicRunRecord } from './scheduler/history.js';
+export type { PeriodicFleetStatus } from './scheduler/fleet-status.js';
 export { InMemoryCoordinator, type InMemoryCoordinatorOptions } from './coordinators/in-memory.js';
 export { type RedisClient, RedisCoordinator, type RedisCoordinatorOptions } from './coordinators/redis.js';
 export {

@@ -185,10 +185,15 @@ withPostgres('the SQL block of the documentation', () => {
     const sql = blocks.filter((block) => block.language === 'sql');
     expect(sql).toHaveLength(1);
     const table = postgres.table();
-    // The three tables, the leases, their members and the audit trails, under the test's own name.
+    // The tables (leases, members, audit trails, run histories and their summaries) under the test's own name.
     await postgres
       .pool()
-      .query(sql[0].code.replaceAll(/\bperiodic_leases(?=\b|_members\b|_audit\b)/g, table));
+      .query(
+        sql[0].code.replaceAll(
+          /\bperiodic_leases(?=\b|_members\b|_audit\b|_runs\b|_runs_at\b|_summary\b|_trigger\b)/g,
+          table,
+        ),
+      );
     const coordinator = new PostgresCoordinator({ pool: postgres.pool(), table, leaseMs: 1000 });
     const token = await coordinator.acquire('job', 'replica-a');
     expect(token).toBeGreaterThan(0);

@@ -1,6 +1,7 @@
 // One replica of the fleet benchmark (bench/fleet.mjs), forked with an IPC channel. PEER 'nestjs-periodic':
 // a Nest application whose JOBS exclusive jobs (`job-0` …) run every EVERY ms through one coordinator (STORE
-// 'redis' at REDIS_URL with KEY_PREFIX, or 'postgres' at DATABASE_URL with TABLE; LEASE_MS). PEER 'bullmq':
+// 'redis' at REDIS_URL with KEY_PREFIX, or 'postgres' at DATABASE_URL with TABLE; LEASE_MS; HISTORY 'off' to
+// record no run). PEER 'bullmq':
 // a BullMQ worker of the queue QUEUE, whose job schedulers the harness made. A run does nothing but count.
 //
 // Messages: the replica sends { ready } once up; { window: 'start' } starts counting (the CPU this process
@@ -91,7 +92,11 @@ async function periodic() {
   Injectable()(Jobs);
   Reflect.defineMetadata('design:paramtypes', [PeriodicRegistry], Jobs);
   class AppModule {}
-  Module({ imports: [PeriodicModule.forRoot({ coordinator, logger: false })], providers: [Jobs] })(AppModule);
+  // HISTORY=off: no run recorded (the module's `history: false`), to weigh what the history costs.
+  const history = env.HISTORY === 'off' ? false : undefined;
+  Module({ imports: [PeriodicModule.forRoot({ coordinator, logger: false, history })], providers: [Jobs] })(
+    AppModule,
+  );
 
   const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
   const registry = app.get(PeriodicRegistry);

@@ -1,13 +1,18 @@
 import type {
   PeriodicCoordinator,
   PeriodicFleetMember,
+  PeriodicFleetRead,
   PeriodicFleetSchedule,
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
   PeriodicLeaseHeld,
   PeriodicOperation,
+  PeriodicRunEntry,
   PeriodicScheduleWrite,
   PeriodicScheduleWritten,
+  PeriodicTriggerAnswer,
+  PeriodicTriggerRequest,
+  PeriodicTriggerState,
 } from '../scheduler/coordinator-port.js';
 import { now } from '../scheduler/deadline-timer.js';
 import { checkedOptions } from '../scheduler/rules.js';
@@ -37,6 +42,15 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   /** The fleet's pauses, and the audit trails (newest last), by job name. */
   private readonly pauses = new Map<string, PeriodicOperation>();
   private readonly audits = new Map<string, PeriodicOperation[]>();
+  /** The run histories (in the order they were recorded), and what the fleet's runs told of each job. */
+  private readonly histories = new Map<string, PeriodicRunEntry[]>();
+  private readonly outcomes = new Map<
+    string,
+    { lastSucceededAt: number | null; consecutiveFailures: number }
+  >();
+  /** Triggers no holder has taken yet, by job name; and the answers not read yet, by trigger id. */
+  private readonly triggers = new Map<string, PeriodicTriggerRequest[]>();
+  private readonly answers = new Map<string, PeriodicTriggerAnswer>();
 
   constructor(options: InMemoryCoordinatorOptions = {}) {
     const where = 'new InMemoryCoordinator()';
@@ -109,7 +123,12 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       if (expiresAt > now()) members.push({ ...live });
       else this.members.delete(key);
     }
-    return { members, renewed, acquired, paused: [...this.pauses.keys()] };
+    const triggers = renew.flatMap(({ name }, i) => {
+      const waiting = renewed[i] ? (this.triggers.get(name) ?? []) : [];
+      this.triggers.delete(name);
+      return waiting.map((request) => ({ ...request }));
+    });
+    return { members, renewed, acquired, paused: [...this.pauses.keys()], triggers };
   }
 
   async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
@@ -141,6 +160,78 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       .map((operation) => ({ ...operation }));
   }
 
+  async recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
+    for (const run of runs) {
+      const history = this.histories.get(run.name) ?? [];
+      const at = history.findIndex((kept) => kept.id === run.id);
+      if (at >= 0) history[at] = copyOf(run);
+      else history.push(copyOf(run));
+      this.histories.set(run.name, history.slice(-keep));
+      if (run.reason === null) continue;
+      const outcome = this.outcomes.get(run.name) ?? { lastSucceededAt: null, consecutiveFailures: 0 };
+      if (run.reason === 'normal')
+        this.outcomes.set(run.name, { lastSucceededAt: run.finishedAt, consecutiveFailures: 0 });
+      else if (run.reason !== 'shutdown')
+        this.outcomes.set(run.name, { ...outcome, consecutiveFailures: outcome.consecutiveFailures + 1 });
+    }
+  }
+
+  async readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
+    return (this.histories.get(name) ?? [])
+      .filter((run) => before === null || run.startedAt < before)
+      .sort((a, b) => b.startedAt - a.startedAt)
+      .slice(0, limit)
+      .map(copyOf);
+  }
+
+  async readFleet(names: string[]): Promise<PeriodicFleetRead[]> {
+    return Promise.all(
+      names.map(async (name) => {
+        const owner = this.holder(name);
+        const [lastRun = null] = await this.readHistory(name, 1, null);
+        return {
+          name,
+          holder:
+            owner === undefined
+              ? null
+              : {
+                  owner,
+                  fencingToken: this.tokens.get(name)!,
+                  until: Math.round(Date.now() + (this.leases.get(name)!.expiresAt - now())),
+                },
+          pause: await this.readPause(name),
+          schedule: await this.readSchedule(name),
+          lastRun,
+          ...(this.outcomes.get(name) ?? { lastSucceededAt: null, consecutiveFailures: 0 }),
+        };
+      }),
+    );
+  }
+
+  async requestTrigger(request: PeriodicTriggerRequest): Promise<void> {
+    this.triggers.set(request.name, [...(this.triggers.get(request.name) ?? []), { ...request }]);
+  }
+
+  async readTrigger(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState> {
+    const answer = this.answers.get(id);
+    if (answer !== undefined) {
+      this.answers.delete(id);
+      return { ...answer };
+    }
+    const waiting = this.triggers.get(name) ?? [];
+    if (!waiting.some((request) => request.id === id)) return 'taken';
+    if (!withdraw) return 'pending';
+    this.triggers.set(
+      name,
+      waiting.filter((request) => request.id !== id),
+    );
+    return 'withdrawn';
+  }
+
+  async answerTrigger(_name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void> {
+    this.answers.set(id, { ...answer });
+  }
+
   async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
     for (const { name, fencingToken } of leases) {
       if (this.tokens.get(name) === fencingToken) await this.release(name, owner);
@@ -153,6 +244,11 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
     const lease = this.leases.get(name);
     return lease !== undefined && lease.expiresAt > now() ? lease.owner : undefined;
   }
+}
+
+/** A run's record of its own, as a store keeps it apart from the one given. */
+function copyOf(run: PeriodicRunEntry): PeriodicRunEntry {
+  return { ...run, error: run.error === null ? null : { ...run.error } };
 }
 
 let lastMicroseconds = 0;

@@ -1,17 +1,31 @@
 import type { EventEmitter } from 'node:events';
 import type {
   PeriodicCoordinator,
+  PeriodicFleetRead,
   PeriodicFleetSchedule,
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
   PeriodicLeaseHeld,
   PeriodicOperation,
+  PeriodicRunEntry,
   PeriodicScheduleWrite,
   PeriodicScheduleWritten,
+  PeriodicTriggerAnswer,
+  PeriodicTriggerRequest,
+  PeriodicTriggerState,
 } from '../scheduler/coordinator-port.js';
 import { describeValue } from '../scheduler/errors.js';
+import { FAILED_RUNS } from '../scheduler/events.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
-import { integerReply, LEASE_MS, operationOf, RECORD_VERSION } from './replies.js';
+import {
+  integerReply,
+  LEASE_MS,
+  operationOf,
+  RECORD_VERSION,
+  runOf,
+  triggerAnswerOf,
+  triggerOf,
+} from './replies.js';
 
 /** What the coordinator needs of its connection: a `pg` Pool or Client has it. */
 export interface PostgresQueryable {
@@ -32,7 +46,7 @@ export interface PostgresCoordinatorOptions {
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
-/** The table's name: short enough for the names of the tables beside it (`<table>_members`, `_audit`) to be whole. */
+/** The table's name: short enough for the names of the tables beside it (`<table>_members`, `_summary`) to be whole. */
 const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,54}$/;
 
 const RULES = {
@@ -75,6 +89,13 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   readonly #members: string;
   /** The jobs' audit trails, beside it: `"schema"."table_audit"`. */
   readonly #audit: string;
+  /** The jobs' run histories, and what their runs tell of successes and failures: `table_runs`, `table_summary`. */
+  readonly #runs: string;
+  readonly #summary: string;
+  /** Triggers left for the holders, and their answers: `table_trigger`. */
+  readonly #triggers: string;
+  /** The table's name without its schema, which names its index. */
+  readonly #tableName: string;
   /** How long a lease lasts unless renewed, in ms. */
   readonly leaseMs: number;
   readonly #pool: PostgresQueryable;
@@ -101,6 +122,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     this.table = quoted(table);
     this.#members = quoted(`${table}_members`);
     this.#audit = quoted(`${table}_audit`);
+    this.#runs = quoted(`${table}_runs`);
+    this.#summary = quoted(`${table}_summary`);
+    this.#triggers = quoted(`${table}_trigger`);
+    this.#tableName = table.split('.').at(-1)!;
     this.leaseMs = leaseMs;
   }
 
@@ -215,6 +240,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
          ORDER BY name
          ON CONFLICT (name) DO NOTHING
          RETURNING ${taken}
+       ), carried AS (
+         UPDATE ${this.#triggers} SET taken = true
+         WHERE NOT taken AND name IN (SELECT name FROM renewed)
+         RETURNING request
        )
        SELECT 'member' AS kind, owner AS name, replica, jobs, NULL::bigint AS fencing_token,
               NULL::text AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot
@@ -224,7 +253,8 @@ export class PostgresCoordinator implements PeriodicCoordinator {
        UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM retaken
        UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM created
        UNION ALL SELECT 'paused', name, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table}
-         WHERE paused IS NOT NULL`,
+         WHERE paused IS NOT NULL
+       UNION ALL SELECT 'trigger', request, NULL, NULL, NULL, NULL, NULL, NULL FROM carried`,
       [
         member.owner,
         member.replica,
@@ -239,6 +269,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     const acquired = new Map(rows.filter((row) => row.kind === 'acquired').map((row) => [row.name, row]));
     return {
       paused: rows.filter((row) => row.kind === 'paused').map((row) => row.name),
+      triggers: rows.filter((row) => row.kind === 'trigger').map((row) => triggerOf(row.name)),
       members: rows
         .filter((row) => row.kind === 'member')
         .map(({ name, replica, jobs }) => ({ owner: name, replica: String(replica), jobs: String(jobs) })),
@@ -320,6 +351,141 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     return rows.map((row) => operationOf(String(row.record)));
   }
 
+  /**
+   * One statement: each run inserted, or its record replaced (its start, when it ends); the oldest of each job
+   * beyond `keep` deleted; and each job's successes and failures counted in its summary.
+   */
+  async recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
+    const outcome = ({ reason }: PeriodicRunEntry) =>
+      reason === 'normal' ? 'ok' : reason !== null && FAILED_RUNS.has(reason) ? 'fail' : null;
+    await this.#query(
+      `WITH given AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[])
+           WITH ORDINALITY AS given(name, id, started_at, record, outcome, finished_at, i)
+       ), fresh AS (
+         SELECT name, count(*) FILTER (WHERE NOT EXISTS (
+           SELECT FROM ${this.#runs} AS run WHERE run.name = given.name AND run.id = given.id)) AS added
+         FROM given GROUP BY name
+       ), recorded AS (
+         INSERT INTO ${this.#runs} (name, id, started_at, record)
+         SELECT name, id, started_at, record FROM given ORDER BY name, id
+         ON CONFLICT (name, id) DO UPDATE SET record = excluded.record
+       ), trimmed AS (
+         DELETE FROM ${this.#runs} AS run USING (
+           SELECT ranked.name, ranked.id FROM (
+             SELECT run.name, run.id, row_number() OVER (PARTITION BY run.name ORDER BY run.started_at DESC, run.id DESC) AS n
+             FROM ${this.#runs} AS run WHERE run.name IN (SELECT name FROM fresh WHERE added > 0)
+           ) AS ranked JOIN fresh ON fresh.name = ranked.name
+           WHERE ranked.n > $7 - fresh.added
+         ) AS old WHERE run.name = old.name AND run.id = old.id
+       ), succeeded AS (
+         SELECT name, max(finished_at) AS at FROM given WHERE outcome = 'ok' GROUP BY name
+       ), tally AS (
+         SELECT given.name, succeeded.at,
+                count(*) FILTER (WHERE outcome = 'fail' AND (succeeded.at IS NULL OR finished_at > succeeded.at)) AS failed
+         FROM given LEFT JOIN succeeded ON succeeded.name = given.name
+         WHERE outcome IS NOT NULL GROUP BY given.name, succeeded.at
+       )
+       INSERT INTO ${this.#summary} AS summary (name, last_success, failures)
+       SELECT name, at, failed FROM tally ORDER BY name
+       ON CONFLICT (name) DO UPDATE SET
+         last_success = coalesce(excluded.last_success, summary.last_success),
+         failures = CASE WHEN excluded.last_success IS NULL THEN summary.failures + excluded.failures
+                    ELSE excluded.failures END`,
+      [
+        runs.map(({ name }) => name),
+        runs.map(({ id }) => id),
+        runs.map(({ startedAt }) => startedAt),
+        runs.map((run) => JSON.stringify({ v: RECORD_VERSION, ...run })),
+        runs.map(outcome),
+        runs.map(({ finishedAt }) => finishedAt),
+        keep,
+      ],
+    );
+  }
+
+  async readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
+    const rows = (await this.#query(
+      `SELECT record FROM ${this.#runs} WHERE name = $1 AND ($3::bigint IS NULL OR started_at < $3)
+       ORDER BY started_at DESC, id DESC LIMIT $2`,
+      [name, limit, before],
+    )) as { record: unknown }[];
+    return rows.map((row) => runOf(String(row.record)));
+  }
+
+  async readFleet(names: string[]): Promise<PeriodicFleetRead[]> {
+    const rows = (await this.#query(
+      `SELECT wanted.name, lease.owner, lease.fencing_token, lease.paused, lease.grid, lease.last_slot, lease.next_slot,
+              lease.expires_at > clock_timestamp() AS held,
+              (extract(epoch FROM lease.expires_at) * 1000)::bigint AS until,
+              summary.last_success, summary.failures,
+              (SELECT record FROM ${this.#runs} AS run WHERE run.name = wanted.name
+               ORDER BY run.started_at DESC, run.id DESC LIMIT 1) AS last_run
+       FROM unnest($1::text[]) WITH ORDINALITY AS wanted(name, i)
+       LEFT JOIN ${this.table} AS lease ON lease.name = wanted.name
+       LEFT JOIN ${this.#summary} AS summary ON summary.name = wanted.name
+       ORDER BY wanted.i`,
+      [names],
+    )) as FleetRow[];
+    if (rows.length !== names.length)
+      throw new Error(`the database answered ${rows.length} rows to readFleet`);
+    return rows.map((row) => ({
+      name: row.name,
+      holder:
+        row.held === true && typeof row.owner === 'string'
+          ? {
+              owner: row.owner,
+              fencingToken: integerReply('readFleet', row.fencing_token),
+              until: integerReply('readFleet', row.until),
+            }
+          : null,
+      pause: typeof row.paused === 'string' ? operationOf(row.paused) : null,
+      schedule:
+        typeof row.grid === 'string'
+          ? {
+              grid: row.grid,
+              last: integerReply('readFleet', row.last_slot),
+              next: integerReply('readFleet', row.next_slot),
+            }
+          : null,
+      lastRun: typeof row.last_run === 'string' ? runOf(row.last_run) : null,
+      lastSucceededAt: row.last_success === null ? null : integerReply('readFleet', row.last_success),
+      consecutiveFailures: row.failures === null ? 0 : integerReply('readFleet', row.failures),
+    }));
+  }
+
+  async requestTrigger(request: PeriodicTriggerRequest): Promise<void> {
+    await this.#query(`INSERT INTO ${this.#triggers} (id, name, request) VALUES ($1, $2, $3)`, [
+      request.id,
+      request.name,
+      JSON.stringify({ v: RECORD_VERSION, ...request }),
+    ]);
+  }
+
+  /** One statement: an answer deleted as it is read; with `withdraw`, a trigger not taken deleted. */
+  async readTrigger(_name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState> {
+    const [row] = (await this.#query(
+      `WITH answered AS (
+         DELETE FROM ${this.#triggers} WHERE id = $1 AND answer IS NOT NULL RETURNING answer
+       ), withdrawn AS (
+         DELETE FROM ${this.#triggers} WHERE id = $1 AND NOT taken AND $2::boolean RETURNING id
+       )
+       SELECT (SELECT answer FROM answered) AS answer, EXISTS (SELECT FROM withdrawn) AS withdrawn,
+              (SELECT taken FROM ${this.#triggers} WHERE id = $1) AS taken`,
+      [id, withdraw],
+    )) as { answer: unknown; withdrawn: unknown; taken: unknown }[];
+    if (typeof row?.answer === 'string') return triggerAnswerOf(row.answer);
+    if (row?.withdrawn === true) return 'withdrawn';
+    return row?.taken === false ? 'pending' : 'taken';
+  }
+
+  async answerTrigger(_name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void> {
+    await this.#query(`UPDATE ${this.#triggers} SET answer = $2 WHERE id = $1`, [
+      id,
+      JSON.stringify({ v: RECORD_VERSION, ...answer }),
+    ]);
+  }
+
   async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
     await this.#query(
       `WITH releasing AS (${this.#locking('$2::text[], $3::bigint[]')}
@@ -383,6 +549,26 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         record text NOT NULL,
         PRIMARY KEY (name, id)
       )`,
+      `CREATE TABLE IF NOT EXISTS ${this.#runs} (
+        name text NOT NULL,
+        id text NOT NULL,
+        started_at bigint NOT NULL,
+        record text NOT NULL,
+        PRIMARY KEY (name, id)
+      )`,
+      `CREATE INDEX IF NOT EXISTS "${this.#tableName}_runs_at" ON ${this.#runs} (name, started_at)`,
+      `CREATE TABLE IF NOT EXISTS ${this.#triggers} (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        request text NOT NULL,
+        taken boolean NOT NULL DEFAULT false,
+        answer text
+      )`,
+      `CREATE TABLE IF NOT EXISTS ${this.#summary} (
+        name text PRIMARY KEY,
+        last_success bigint,
+        failures integer NOT NULL DEFAULT 0
+      )`,
     ];
     try {
       for (const statement of statements) {
@@ -395,9 +581,25 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   }
 }
 
+/** A row of `readFleet`'s answer: a job, its lease's row and summary (nulls when it has none). */
+interface FleetRow {
+  name: string;
+  owner: unknown;
+  fencing_token: unknown;
+  paused: unknown;
+  grid: unknown;
+  last_slot: unknown;
+  next_slot: unknown;
+  held: unknown;
+  until: unknown;
+  last_success: unknown;
+  failures: unknown;
+  last_run: unknown;
+}
+
 /** A row of a heartbeat's answer: a member, a renewal, or a lease taken. */
 interface HeartbeatRow {
-  kind: 'member' | 'renewed' | 'acquired' | 'paused';
+  kind: 'member' | 'renewed' | 'acquired' | 'paused' | 'trigger';
   name: string;
   replica: unknown;
   jobs: unknown;

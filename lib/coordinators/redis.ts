@@ -2,17 +2,31 @@ import { createHash } from 'node:crypto';
 import type {
   PeriodicCoordinator,
   PeriodicFleetMember,
+  PeriodicFleetRead,
   PeriodicFleetSchedule,
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
   PeriodicLeaseHeld,
   PeriodicOperation,
+  PeriodicRunEntry,
   PeriodicScheduleWrite,
   PeriodicScheduleWritten,
+  PeriodicTriggerAnswer,
+  PeriodicTriggerRequest,
+  PeriodicTriggerState,
 } from '../scheduler/coordinator-port.js';
 import { describeValue, isError } from '../scheduler/errors.js';
+import { FAILED_RUNS } from '../scheduler/events.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
-import { integerReply, LEASE_MS, operationOf, RECORD_VERSION } from './replies.js';
+import {
+  integerReply,
+  LEASE_MS,
+  operationOf,
+  RECORD_VERSION,
+  runOf,
+  triggerAnswerOf,
+  triggerOf,
+} from './replies.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */
 export interface RedisClient {
@@ -74,6 +88,9 @@ const WRITE_SCHEDULE = `if redis.call('GET', KEYS[1]) ~= ARGV[1]
 end
 redis.call('HSET', KEYS[2], 'last:' .. ARGV[3], ARGV[4], 'next:' .. ARGV[3], ARGV[5], 'grid:' .. ARGV[3], ARGV[6])
 return 1`;
+
+/** KEYS: a list. Its items. */
+const READ_LIST = `return redis.call('LRANGE', KEYS[1], 0, -1)`;
 
 /** KEYS: the hash; ARGV: fields. Their values (false for a missing one). */
 const READ_FIELDS = `return redis.call('HMGET', KEYS[1], unpack(ARGV))`;
@@ -182,35 +199,146 @@ for i = 1, #KEYS - 1 - renewing do
     acquired[#acquired - 3] = '0'
   end
 end
-return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]'}`;
+local carried = {}
+local waiting = redis.call('HGET', KEYS[1], 'triggers')
+if waiting then
+  local left, kept = {}, {}
+  for _, name in ipairs(cjson.decode(waiting)) do left[name] = true end
+  for i = 1, renewing do
+    local name = ARGV[names + i]
+    if renewed[i] == 1 and left[name] then
+      local requests = redis.call('HGET', KEYS[1], 'trigger:' .. name)
+      if requests then carried[#carried + 1] = requests end
+      redis.call('HDEL', KEYS[1], 'trigger:' .. name)
+      left[name] = nil
+    end
+  end
+  for name in pairs(left) do kept[#kept + 1] = name end
+  if #kept == 0 then redis.call('HDEL', KEYS[1], 'triggers')
+  else redis.call('HSET', KEYS[1], 'triggers', cjson.encode(kept)) end
+end
+return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', table.concat(carried, '\\n')}`;
 
 /**
- * KEYS: the hash; ARGV: owner, then per write its job name, token, last, next and grid (empty: unchanged; a job once
- * at most).
- * Writes each schedule as WRITE_SCHEDULE does, a 1 or 0 for each, but for the check that the owner still holds
- * the lease: it holds it while its member record lives and the token is the job's latest. A heartbeat renews
- * all the owner's leases with its record, to the same expiry, and a lease taken by another has a later token;
- * so one field is read for the batch rather than a key per job. A write taken of a job the fleet has paused
- * answers 2: the field \`paused\` lists their names (a JSON array), read once per batch.
+ * KEYS: the hash; ARGV: job name, the trigger as JSON. Leaves the trigger for the holder: a line of the field
+ * `trigger:<name>`, and the name in the field `triggers` (a JSON array), which heartbeats look at.
  */
-const WRITE_SCHEDULES = `${CHUNKED}
+const REQUEST_TRIGGER = `local name = ARGV[1]
+local field = 'trigger:' .. name
+local requests = redis.call('HGET', KEYS[1], field)
+redis.call('HSET', KEYS[1], field, requests and (requests .. '\\n' .. ARGV[2]) or ARGV[2])
+local names = cjson.decode(redis.call('HGET', KEYS[1], 'triggers') or '[]')
+for _, other in ipairs(names) do
+  if other == name then return 1 end
+end
+names[#names + 1] = name
+redis.call('HSET', KEYS[1], 'triggers', cjson.encode(names))
+return 1`;
+
+/**
+ * KEYS: the hash; ARGV: job name, trigger id, the start of its JSON (`{"id":…`), withdraw (1 or 0). The answer
+ * (`answer:<id>`, deleted as it is read), or `pending` while the trigger is still left for the holder (with
+ * withdraw, it is taken away: `withdrawn`), or `taken`.
+ */
+const READ_TRIGGER = `local answer = redis.call('HGET', KEYS[1], 'answer:' .. ARGV[2])
+if answer then
+  redis.call('HDEL', KEYS[1], 'answer:' .. ARGV[2])
+  return {'answer', answer}
+end
+local field, mark = 'trigger:' .. ARGV[1], ARGV[3]
+local kept, found = {}, false
+for line in string.gmatch(redis.call('HGET', KEYS[1], field) or '', '[^\\n]+') do
+  if string.sub(line, 1, #mark) == mark then found = true else kept[#kept + 1] = line end
+end
+if not found then return {'taken'} end
+if ARGV[4] ~= '1' then return {'pending'} end
+if #kept > 0 then
+  redis.call('HSET', KEYS[1], field, table.concat(kept, '\\n'))
+  return {'withdrawn'}
+end
+redis.call('HDEL', KEYS[1], field)
+local names = {}
+for _, other in ipairs(cjson.decode(redis.call('HGET', KEYS[1], 'triggers') or '[]')) do
+  if other ~= ARGV[1] then names[#names + 1] = other end
+end
+if #names == 0 then redis.call('HDEL', KEYS[1], 'triggers')
+else redis.call('HSET', KEYS[1], 'triggers', cjson.encode(names)) end
+return {'withdrawn'}`;
+
+/** KEYS: the hash; ARGV: field, value. Sets the field. */
+const SET_FIELD = `return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])`;
+
+/**
+ * RECORD(keep, at, count) records `count` runs from ARGV[at] on, each of six arguments: job name, the start of its
+ * record as JSON (`{"id":…`), how (`push` or `replace`), what it tells (`ok` for a success, `fail` for a
+ * failure, empty for neither), when it ended, and the record as JSON; the list of each is KEYS[1 + i]. A record is
+ * pushed onto the job's list (the latest `keep` kept), or replaces the one that starts the same among the 32
+ * newest (the run's start, when it ends). A success sets the fields `ok:<name>` and `fails:<name>` (0) of the
+ * hash; a failure counts one more in `fails:<name>`.
+ */
+const RECORD = `local function record(keep, at, count)
+  local outcomes = {}
+  for i = 1, count do
+    local base = at + (i - 1) * 6
+    local key, name, mark, how = KEYS[1 + i], ARGV[base], ARGV[base + 1], ARGV[base + 2]
+    local outcome, json = ARGV[base + 3], ARGV[base + 5]
+    local replaced = false
+    if how == 'replace' then
+      local newest = redis.call('LRANGE', key, 0, 31)
+      for j = 1, #newest do
+        if string.sub(newest[j], 1, #mark) == mark then
+          redis.call('LSET', key, j - 1, json)
+          replaced = true
+          break
+        end
+      end
+    end
+    if not replaced then
+      redis.call('LPUSH', key, json)
+      redis.call('LTRIM', key, 0, keep - 1)
+    end
+    if outcome == 'ok' then
+      local n = #outcomes
+      outcomes[n + 1], outcomes[n + 2] = 'ok:' .. name, ARGV[base + 4]
+      outcomes[n + 3], outcomes[n + 4] = 'fails:' .. name, '0'
+    elseif outcome == 'fail' then
+      redis.call('HINCRBY', KEYS[1], 'fails:' .. name, 1)
+    end
+  end
+  chunked('HSET', KEYS[1], outcomes)
+end
+`;
+
+/**
+ * KEYS: the hash, then the history list of each run to record; ARGV: owner, the number of writes, keep, then per
+ * write its job name, token, last, next and grid (empty: unchanged; a job once at most), then the runs to record
+ * (RECORD). Writes each schedule as WRITE_SCHEDULE does, a 1 or 0 for each, but for the check that the owner
+ * still holds the lease: it holds it while its member record lives and the token is the job's latest. A
+ * heartbeat renews all the owner's leases with its record, to the same expiry, and a lease taken by another has
+ * a later token; so one field is read for the batch rather than a key per job. A write taken of a job the fleet
+ * has paused answers 2: the field `paused` lists their names (a JSON array), read once per batch. The records
+ * of runs ride with the writes: one script for both.
+ */
+const WRITE_SCHEDULES = `${CHUNKED}${RECORD}
+local writes, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
+record(keep, 4 + writes * 5, #KEYS - 1)
+if writes == 0 then return {} end
 local paused = {}
 for _, name in ipairs(cjson.decode(redis.call('HGET', KEYS[1], 'paused') or '[]')) do paused[name] = true end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local record = redis.call('HGET', KEYS[1], 'member:' .. ARGV[1])
-local live = record and tonumber(string.sub(record, 1, string.find(record, '\t', 1, true) - 1)) > nowMs
-local writes = (#ARGV - 1) / 5
+local member = redis.call('HGET', KEYS[1], 'member:' .. ARGV[1])
+local live = member and tonumber(string.sub(member, 1, string.find(member, '\t', 1, true) - 1)) > nowMs
 local fields = {}
 for i = 1, writes do
-  local name = ARGV[(i - 1) * 5 + 2]
+  local name = ARGV[(i - 1) * 5 + 4]
   fields[2 * i - 1] = 'token:' .. name
   fields[2 * i] = 'last:' .. name
 end
 local held = chunked('HMGET', KEYS[1], fields)
 local taken, stored = {}, {}
 for i = 1, writes do
-  local at = 1 + (i - 1) * 5
+  local at = 3 + (i - 1) * 5
   local name, last = ARGV[at + 1], tonumber(ARGV[at + 3])
   if not live or held[2 * i - 1] ~= ARGV[at + 2] or last < tonumber(held[2 * i] or '0') then
     taken[i] = 0
@@ -224,6 +352,25 @@ for i = 1, writes do
 end
 chunked('HSET', KEYS[1], stored)
 return taken`;
+
+/**
+ * KEYS: the hash, then per job its lease key and its history list; ARGV: the job names. Per job: the lease's
+ * holder (empty if none), its time to live in ms, the fields token, last, next, grid, pause, ok and fails of the
+ * hash (empty when missing), and the 8 newest records of its history as one string, one per line; first of all,
+ * Redis's clock in ms.
+ */
+const READ_FLEET = `local time = redis.call('TIME')
+local reply = {string.format('%d', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))}
+for i = 1, #ARGV do
+  local name, lease = ARGV[i], KEYS[2 * i]
+  reply[#reply + 1] = redis.call('GET', lease) or ''
+  reply[#reply + 1] = redis.call('PTTL', lease)
+  local fields = redis.call('HMGET', KEYS[1], 'token:' .. name, 'last:' .. name, 'next:' .. name, 'grid:' .. name,
+    'pause:' .. name, 'ok:' .. name, 'fails:' .. name)
+  for j = 1, 7 do reply[#reply + 1] = fields[j] or '' end
+  reply[#reply + 1] = table.concat(redis.call('LRANGE', KEYS[2 * i + 1], 0, 7), '\\n')
+end
+return reply`;
 
 /**
  * KEYS: the hash; ARGV: job name, action, the operation as JSON, keep. Prepends the operation to the job's audit
@@ -311,6 +458,15 @@ export class RedisCoordinator implements PeriodicCoordinator {
   readonly #releaseAll = this.#script(RELEASE_ALL);
   readonly #operate = this.#script(OPERATE);
   readonly #readFields = this.#script(READ_FIELDS);
+  readonly #readList = this.#script(READ_LIST);
+  readonly #readFleet = this.#script(READ_FLEET);
+  readonly #requestTrigger = this.#script(REQUEST_TRIGGER);
+  readonly #readTrigger = this.#script(READ_TRIGGER);
+  readonly #setField = this.#script(SET_FIELD);
+  /** Records of runs to send, with the writes of this turn if there are any (one script for both). */
+  #records: RecordBatch | undefined;
+  /** The runs recorded at their start, whose record is replaced when they end. */
+  readonly #open = new Set<string>();
   /**
    * The grid each job's schedule has in Redis, as this coordinator last wrote it under a fencing token: a write
    * under the same token leaves it as it is (only the holder writes, and a job's grid rarely changes), and saves
@@ -392,6 +548,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     return {
       members: replies.at(-1)!.members,
       paused: replies.at(-1)!.paused,
+      triggers: replies.flatMap((reply) => reply.triggers ?? []),
       renewed: replies.flatMap((reply) => reply.renewed),
       acquired: replies.flatMap((reply) => reply.acquired),
     };
@@ -414,12 +571,13 @@ export class RedisCoordinator implements PeriodicCoordinator {
       ...acquire,
     ];
     const reply = await this.#heartbeat(keys.length, ...keys, ...args);
-    const [members, renewed, acquired, paused] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    const [members, renewed, acquired, paused, triggers] = Array.isArray(reply) ? (reply as unknown[]) : [];
     if (!Array.isArray(members) || !Array.isArray(renewed) || !Array.isArray(acquired)) {
       throw new Error(`Redis answered ${describeValue(reply)} to a heartbeat`);
     }
     return {
       paused: typeof paused === 'string' ? (JSON.parse(paused) as string[]) : [],
+      triggers: typeof triggers === 'string' && triggers !== '' ? triggers.split('\n').map(triggerOf) : [],
       members: pairs(members).map(([owner, record]) => {
         const [replica, jobs] = String(record).split('\t');
         return { owner: String(owner), replica, jobs: jobs ?? '' } satisfies PeriodicFleetMember;
@@ -443,20 +601,41 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
-    const steps = inSteps(writes).map((step) => this.#writeSchedulesStep(owner, step));
+    // The records of this turn go with the first step.
+    const steps = inSteps(writes).map((step, i) =>
+      this.#writeSchedulesStep(owner, step, i === 0 ? this.#takeRecords() : undefined),
+    );
     return (await Promise.all(steps)).flat();
   }
 
   async #writeSchedulesStep(
     owner: string,
     writes: PeriodicScheduleWrite[],
+    records: RecordBatch | undefined,
   ): Promise<PeriodicScheduleWritten[]> {
     const args = writes.flatMap(({ name, fencingToken, schedule: { last, next, grid } }) => {
       const known = this.#grids.get(name);
       const same = known?.fencingToken === fencingToken && known.grid === grid;
       return [name, fencingToken, last, next, same ? '' : grid];
     });
-    const reply = await this.#writeSchedules(1, this.keyPrefix, owner, ...args);
+    const keys = [this.keyPrefix, ...(records?.keys ?? [])];
+    const keep = records?.keep ?? 1;
+    let reply: unknown;
+    try {
+      reply = await this.#writeSchedules(
+        keys.length,
+        ...keys,
+        owner,
+        writes.length,
+        keep,
+        ...args,
+        ...(records?.args ?? []),
+      );
+    } catch (error) {
+      records?.waiting.forEach(({ reject }) => reject(error));
+      throw error;
+    }
+    records?.waiting.forEach(({ resolve }) => resolve());
     if (!Array.isArray(reply) || reply.length !== writes.length) {
       throw new Error(`Redis answered ${describeValue(reply)} to writeSchedules`);
     }
@@ -466,6 +645,122 @@ export class RedisCoordinator implements PeriodicCoordinator {
       if (taken !== 0) this.#grids.set(name, { fencingToken, grid: schedule.grid });
       return taken === 2 ? 'paused' : taken === 1;
     });
+  }
+
+  /**
+   * Records runs with the writes of schedules of this turn, in one script, or on their own at its end. A run
+   * recorded at its start is replaced by its end's record; the history is the list `<keyPrefix>runs\n<name>`.
+   */
+  recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#records === undefined) {
+        this.#records = { keys: [], args: [], keep, waiting: [] };
+        queueMicrotask(() => {
+          const records = this.#takeRecords();
+          if (records !== undefined) this.#writeSchedulesStep('', [], records).catch(() => undefined);
+        });
+      }
+      const batch = this.#records;
+      batch.keep = keep;
+      batch.waiting.push({ resolve, reject });
+      for (const run of runs) {
+        const { id, ...rest } = run;
+        const mark = `{"id":${JSON.stringify(id)}`;
+        const json = `${mark},${JSON.stringify({ v: RECORD_VERSION, ...rest }).slice(1)}`;
+        let how = 'push';
+        if (run.reason === null) this.#open.add(id);
+        else if (this.#open.delete(id)) how = 'replace';
+        const outcome =
+          run.reason === 'normal' ? 'ok' : run.reason !== null && FAILED_RUNS.has(run.reason) ? 'fail' : '';
+        batch.keys.push(this.#runs(run.name));
+        batch.args.push(run.name, mark, how, outcome, run.finishedAt ?? '', json);
+      }
+    });
+  }
+
+  #takeRecords(): RecordBatch | undefined {
+    const records = this.#records;
+    this.#records = undefined;
+    return records;
+  }
+
+  async readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
+    const reply = await this.#readList(1, this.#runs(name));
+    if (!Array.isArray(reply)) throw new Error(`Redis answered ${describeValue(reply)} to LRANGE`);
+    return reply
+      .map((json) => runOf(String(json)))
+      .filter((run) => before === null || run.startedAt < before)
+      .sort((a, b) => b.startedAt - a.startedAt)
+      .slice(0, limit);
+  }
+
+  /** In scripts of at most STEP / 4 jobs each, sent together. */
+  async readFleet(names: string[]): Promise<PeriodicFleetRead[]> {
+    const steps: string[][] = [];
+    for (let i = 0; i < names.length; i += STEP / 4) steps.push(names.slice(i, i + STEP / 4));
+    const replies = await Promise.all(steps.map((step) => this.#readFleetStep(step)));
+    return replies.flat();
+  }
+
+  async #readFleetStep(names: string[]): Promise<PeriodicFleetRead[]> {
+    const keys = [this.keyPrefix, ...names.flatMap((name) => [this.#lease(name), this.#runs(name)])];
+    const reply = await this.#readFleet(keys.length, ...keys, ...names);
+    if (!Array.isArray(reply) || reply.length !== 1 + names.length * 10) {
+      throw new Error(`Redis answered ${describeValue(reply)} to readFleet`);
+    }
+    const clock = integerReply('readFleet', reply[0]);
+    return names.map((name, i) => {
+      const [owner, ttl, token, last, next, grid, pause, ok, fails, runs] = reply
+        .slice(1 + i * 10, 11 + i * 10)
+        .map((value: unknown) => (typeof value === 'number' ? value : String(value)));
+      const text = (value: string | number) => String(value);
+      const held = owner !== '' && Number(ttl) > 0 && token !== '';
+      const recorded = text(runs) === '' ? [] : text(runs).split('\n').map(runOf);
+      return {
+        name,
+        holder: held
+          ? {
+              owner: text(owner),
+              fencingToken: integerReply('readFleet', token),
+              until: clock + integerReply('readFleet', ttl),
+            }
+          : null,
+        pause: pause === '' ? null : operationOf(text(pause)),
+        schedule:
+          grid === ''
+            ? null
+            : {
+                grid: text(grid),
+                last: integerReply('readFleet', last),
+                next: integerReply('readFleet', next),
+              },
+        lastRun: recorded.reduce<PeriodicRunEntry | null>(
+          (latest, run) => (latest === null || run.startedAt > latest.startedAt ? run : latest),
+          null,
+        ),
+        lastSucceededAt: ok === '' ? null : integerReply('readFleet', ok),
+        consecutiveFailures: fails === '' ? 0 : integerReply('readFleet', fails),
+      };
+    });
+  }
+
+  async requestTrigger(request: PeriodicTriggerRequest): Promise<void> {
+    const { id, ...rest } = request;
+    const json = `{"id":${JSON.stringify(id)},${JSON.stringify({ v: RECORD_VERSION, ...rest }).slice(1)}`;
+    await this.#requestTrigger(1, this.keyPrefix, request.name, json);
+  }
+
+  async readTrigger(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState> {
+    const mark = `{"id":${JSON.stringify(id)}`;
+    const reply = await this.#readTrigger(1, this.keyPrefix, name, id, mark, withdraw ? 1 : 0);
+    const [state, answer] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    if (state === 'answer' && typeof answer === 'string') return triggerAnswerOf(answer);
+    if (state === 'pending' || state === 'taken' || state === 'withdrawn') return state;
+    throw new Error(`Redis answered ${describeValue(reply)} to readTrigger`);
+  }
+
+  async answerTrigger(_name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void> {
+    await this.#setField(1, this.keyPrefix, `answer:${id}`, JSON.stringify({ v: RECORD_VERSION, ...answer }));
   }
 
   async operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
@@ -507,6 +802,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
     }
   }
 
+  /** The key of the history of job `name`, a list. */
+  #runs(name: string): string {
+    return `${this.keyPrefix}runs\n${name}`;
+  }
+
   /** The key of the lease of job `name`. */
   #lease(name: string): string {
     return `${this.keyPrefix}${name}`;
@@ -527,6 +827,14 @@ export class RedisCoordinator implements PeriodicCoordinator {
       }
     };
   }
+}
+
+/** Records of runs to send in one script, and those waiting for its answer. */
+interface RecordBatch {
+  keys: string[];
+  args: (string | number)[];
+  keep: number;
+  waiting: { resolve: () => void; reject: (error: unknown) => void }[];
 }
 
 /** How many jobs one script of a batched step handles at most. */

@@ -1,5 +1,10 @@
 import { describeValue } from '../scheduler/errors.js';
-import type { PeriodicOperation } from '../scheduler/coordinator-port.js';
+import type {
+  PeriodicOperation,
+  PeriodicRunEntry,
+  PeriodicTriggerAnswer,
+  PeriodicTriggerRequest,
+} from '../scheduler/coordinator-port.js';
 import { isMilliseconds, type OptionRule } from '../scheduler/rules.js';
 
 /**
@@ -45,4 +50,62 @@ export function operationOf(record: string): PeriodicOperation {
     replica: text(parsed?.replica) ?? 'unknown',
     at: typeof at === 'number' && Number.isSafeInteger(at) && at >= 0 ? at : 0,
   };
+}
+
+const ORIGINS = new Set(['schedule', 'trigger', 'manual', 'retry', 'recovery']);
+const REASONS = new Set(['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost']);
+
+/** A run from its record, as JSON; read as leniently as an operation. */
+export function runOf(record: string): PeriodicRunEntry {
+  const parsed = (JSON.parse(record) ?? {}) as Partial<Record<keyof PeriodicRunEntry, unknown>>;
+  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+  const whole = (value: unknown) =>
+    typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
+  const { id, name, origin, reason, error, durationMs } = parsed;
+  if (typeof id !== 'string' || typeof name !== 'string' || whole(parsed.startedAt) === null) {
+    throw new Error(`the store keeps ${describeValue(record)}, which is not a run`);
+  }
+  const { name: errorName, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+  return {
+    id,
+    name,
+    jobId: whole(parsed.jobId) ?? 0,
+    replica: text(parsed.replica) ?? 'unknown',
+    fencingToken: whole(parsed.fencingToken),
+    slot: whole(parsed.slot),
+    origin: ORIGINS.has(origin as string) ? (origin as PeriodicRunEntry['origin']) : 'schedule',
+    attempt: whole(parsed.attempt) ?? 1,
+    startedAt: whole(parsed.startedAt)!,
+    finishedAt: whole(parsed.finishedAt),
+    reason: REASONS.has(reason as string) ? (reason as PeriodicRunEntry['reason']) : null,
+    durationMs: typeof durationMs === 'number' ? durationMs : null,
+    error:
+      error === null || error === undefined
+        ? null
+        : { name: text(errorName) ?? 'Error', message: text(message) ?? '' },
+  };
+}
+
+/** A trigger left for the holder, from its record as JSON. */
+export function triggerOf(record: string): PeriodicTriggerRequest {
+  const parsed = (JSON.parse(record) ?? {}) as Partial<Record<keyof PeriodicTriggerRequest, unknown>>;
+  const { id, name, by, replica, at } = parsed;
+  if (typeof id !== 'string' || typeof name !== 'string') {
+    throw new Error(`the store keeps ${describeValue(record)}, which is not a trigger`);
+  }
+  return {
+    id,
+    name,
+    by: typeof by === 'string' ? by : null,
+    replica: typeof replica === 'string' ? replica : 'unknown',
+    at: typeof at === 'number' && Number.isSafeInteger(at) && at >= 0 ? at : 0,
+  };
+}
+
+/** The holder's answer to a trigger, from its record as JSON. */
+export function triggerAnswerOf(record: string): PeriodicTriggerAnswer {
+  const { ok, jobId, error, replica } = (JSON.parse(record) ?? {}) as Record<string, unknown>;
+  const by = typeof replica === 'string' ? replica : 'unknown';
+  if (ok === true && typeof jobId === 'number') return { ok, jobId, replica: by };
+  return { ok: false, error: typeof error === 'string' ? error : 'jobNotStarted', replica: by };
 }

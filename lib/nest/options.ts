@@ -1,6 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import { StoreLog } from '../scheduler/coordinator-port.js';
+import {
+  HISTORY_RULE,
+  type HistorySettings,
+  historySettings,
+  type PeriodicHistoryOptions,
+} from '../scheduler/history.js';
 import { defaultReplicaName, Replica } from '../scheduler/replica.js';
 import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
 import {
@@ -40,6 +46,13 @@ export interface PeriodicModuleOptions {
    */
   jobs?: Record<string, PeriodicJobOverrides>;
   /**
+   * The run history (SPEC 18): how many runs, and entries of the audit trail, each job keeps (in the
+   * coordinator's store for exclusive jobs, in memory for the others), and whether errors keep their message
+   * (`errors: 'name'` keeps only the class name, for errors that may carry secrets); `false` records no run.
+   * @default { keep: 100, errors: 'message' }
+   */
+  history?: PeriodicHistoryOptions | false;
+  /**
    * Record every run as an OpenTelemetry span, and the metrics of runs and ticks, through
    * `@opentelemetry/api` (an optional peer). @default false
    */
@@ -54,6 +67,7 @@ export interface ResolvedModuleOptions {
   readonly coordinator: PeriodicCoordinator | undefined;
   readonly replica: string;
   readonly jobs: Readonly<Record<string, PeriodicJobOverrides>>;
+  readonly history: HistorySettings;
   readonly telemetry: boolean;
 }
 
@@ -76,6 +90,7 @@ const MODULE_RULES = {
     accepts: isObject,
     expected: "an object of options by job name such as { 'Cleanup.purge': { every: 30_000 } }",
   },
+  history: HISTORY_RULE,
   telemetry: { accepts: (value) => typeof value === 'boolean', expected: 'true or false' },
 } satisfies Record<keyof PeriodicModuleOptions, OptionRule>;
 /** The rules of every option of a job but its name, which is how `jobs` finds it. */
@@ -88,7 +103,8 @@ export function resolveModuleOptions(input: unknown, where: string): ResolvedMod
   const given = checkedOptions(where, input, MODULE_RULES, "{ mode: 'manual' }") as PeriodicModuleOptions;
   const { mode = 'auto', coordinator, replica = defaultReplicaName(), telemetry = false } = given;
   const logger = logLevels(where, given.logger);
-  return { mode, logger, coordinator, replica, jobs: jobOverrides(where, given.jobs), telemetry };
+  const history = historySettings(where, given.history);
+  return { mode, logger, coordinator, replica, jobs: jobOverrides(where, given.jobs), history, telemetry };
 }
 
 function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logger'] {
@@ -172,10 +188,17 @@ export class ModuleSettings {
     if (this.#replica?.calls.coordinator !== coordinator || this.#replica.name !== replica) {
       const logger = new Logger(LOGGER_CONTEXT);
       this.#replica = new Replica(new StoreLog(coordinator, logger), replica);
-      if (!this.#replica.calls.operated) {
+      const { calls } = this.#replica;
+      const missing = [
+        [calls.operated, 'operate(), readPause() and readAudit()', 'paused, resumed and audited'],
+        [calls.recorded, 'recordRuns(), readHistory() and readFleet()', 'recorded and seen'],
+        [calls.triggered, 'requestTrigger(), readTrigger() and answerTrigger()', 'triggered'],
+      ].filter(([has]) => has === false);
+      if (missing.length > 0) {
         logger.log(
-          'The coordinator has no operate(), readPause() and readAudit(): exclusive jobs are paused, resumed ' +
-            'and audited in each replica on its own, not for the fleet (docs/replicas.md, "Writing a coordinator")',
+          `The coordinator has no ${missing.map(([, steps]) => steps).join(', nor ')}: exclusive jobs are ` +
+            `${missing.map(([, , what]) => what).join(', ')} in each replica on its own, not for the fleet ` +
+            '(docs/replicas.md, "Writing a coordinator")',
         );
       }
     }

@@ -12,6 +12,8 @@ import { nearest, readOptions } from '../scheduler/rules.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from '../scheduler/run.js';
 import type { PeriodicAuditEntry, PeriodicOperationOptions } from '../scheduler/operations.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
+import type { PeriodicFleetStatus } from '../scheduler/fleet-status.js';
+import type { PeriodicRunRecord } from '../scheduler/history.js';
 import { PeriodicTelemetry } from './telemetry.js';
 import { PeriodicEvents } from './events.js';
 import { ModuleSettings } from './options.js';
@@ -122,8 +124,8 @@ export class PeriodicRegistry {
     options.coordinator = coordinator;
     options.run = this.telemetry.traced(options.run);
     const { replica } = this.settings;
-    const replicaName = this.settings.options.replica;
-    return new PeriodicScheduler(options, this.events, { where, replica, replicaName, method });
+    const { replica: replicaName, history } = this.settings.options;
+    return new PeriodicScheduler(options, this.events, { where, replica, replicaName, method, history });
   }
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */
@@ -170,6 +172,37 @@ export class PeriodicRegistry {
   /** The job's pauses, resumes and triggers, newest first: the fleet's for an exclusive job. */
   async audit(name: string, options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
     return this.entry(name, 'audit').scheduler.audit(options);
+  }
+
+  /**
+   * The job's latest runs, newest first, a run in flight included: the fleet's for an exclusive job (read from
+   * the coordinator's store by any replica), this process's for the others. `limit` 1 to `history.keep`
+   * (default 50); `before`: only runs started before it.
+   */
+  async history(name: string, options?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {
+    return this.entry(name, 'history').scheduler.history(options);
+  }
+
+  /**
+   * An exclusive job as the fleet sees it, read from the store by any replica: holder, pause, slots, last run
+   * and failures across the fleet, and the store's reachability as this replica sees it. Never waits more than
+   * `leaseMs / 3` for the store: what it could not read is null. A job that is not exclusive is this process's.
+   */
+  async fleetStatus(name: string): Promise<PeriodicFleetStatus> {
+    return this.entry(name, 'fleetStatus').scheduler.fleetStatus();
+  }
+
+  /** The fleet status of every job, in the order they were registered: one read of the store for them all. */
+  async fleetStatusAll(): Promise<PeriodicFleetStatus[]> {
+    const schedulers = this.getAll();
+    const fleet = schedulers.filter((scheduler) => scheduler.fleetReplica !== undefined);
+    const replica = fleet[0]?.fleetReplica;
+    const reads =
+      replica === undefined
+        ? undefined
+        : await replica.calls.readFleet(fleet.map((scheduler) => scheduler.name)).catch(() => undefined);
+    const read = new Map(reads?.map((one) => [one.name, one]));
+    return schedulers.map((scheduler) => scheduler.fleetStatusFrom(read.get(scheduler.name)));
   }
 
   /** What the job is doing, and what it did last. */

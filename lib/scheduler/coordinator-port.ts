@@ -1,5 +1,6 @@
 import { DeadlineTimer, now } from './deadline-timer.js';
 import { describeValue, messageOf } from './errors.js';
+import type { JobExitReason } from './events.js';
 
 /**
  * The schedule an exclusive job keeps in its coordinator, so that every replica that comes to hold the lease
@@ -53,6 +54,11 @@ export interface PeriodicHeartbeatReply {
   acquired: ({ fencingToken: number; schedule: PeriodicFleetSchedule | null } | null)[];
   /** The names of the jobs the fleet has paused (`operate`), from a coordinator that pauses them. */
   paused?: string[];
+  /**
+   * The triggers asked of other replicas for jobs whose lease this heartbeat renewed, taken from the store for
+   * this replica to carry out and answer (`answerTrigger`), from a coordinator that carries them.
+   */
+  triggers?: PeriodicTriggerRequest[];
 }
 
 /** A write of a job's schedule by the owner of its lease, as `writeSchedule` makes it. */
@@ -71,6 +77,64 @@ export interface PeriodicOperation {
   /** When, in wall-clock milliseconds since the epoch. */
   at: number;
 }
+
+/**
+ * A run of a job as the store keeps it (SPEC 18): written when the run starts, and again, whole, when it ends.
+ * Times are wall-clock milliseconds since the epoch.
+ */
+export interface PeriodicRunEntry {
+  /** Which run this is, unique in the fleet: the run's replica session and its jobId. */
+  id: string;
+  name: string;
+  jobId: number;
+  replica: string;
+  fencingToken: number | null;
+  slot: number | null;
+  origin: 'schedule' | 'trigger' | 'manual' | 'retry' | 'recovery';
+  attempt: number;
+  startedAt: number;
+  finishedAt: number | null;
+  reason: JobExitReason | null;
+  durationMs: number | null;
+  error: { name: string; message: string } | null;
+}
+
+/** What the store knows of a job of the fleet, as `readFleet` reads it. */
+export interface PeriodicFleetRead {
+  name: string;
+  /** The lease's holder (its session, `<replica>/<id>`) and token, until when by the store's clock; null when free. */
+  holder: { owner: string; fencingToken: number; until: number } | null;
+  pause: PeriodicOperation | null;
+  schedule: PeriodicFleetSchedule | null;
+  /** The latest run recorded, in flight or ended. */
+  lastRun: PeriodicRunEntry | null;
+  /** When the last run that ended `'normal'` ended, anywhere in the fleet; null if none is known. */
+  lastSucceededAt: number | null;
+  /** Runs ended `'error'`, `'timeout'`, `'killed'` or `'leaseLost'` since the last `'normal'` one, anywhere. */
+  consecutiveFailures: number;
+}
+
+/** A trigger asked of a replica that does not hold the job's lease, carried to the holder by the store (SPEC 17). */
+export interface PeriodicTriggerRequest {
+  /** Unique in the fleet. */
+  id: string;
+  name: string;
+  by: string | null;
+  /** The replica that was asked. */
+  replica: string;
+  /** When, in wall-clock milliseconds since the epoch. */
+  at: number;
+}
+
+/** What the holder answers a trigger: the run it started, or why none. */
+export type PeriodicTriggerAnswer =
+  { ok: true; jobId: number; replica: string } | { ok: false; error: string; replica: string };
+
+/**
+ * Where a trigger carried by the store stands, as the replica that asked for it reads it: answered, still
+ * waiting for a holder to take it (`'pending'`), taken and not answered yet, or withdrawn (no holder took it).
+ */
+export type PeriodicTriggerState = PeriodicTriggerAnswer | 'pending' | 'taken' | 'withdrawn';
 
 /** What the store answers a write of a schedule: taken, taken while the fleet has paused the job, or refused. */
 export type PeriodicScheduleWritten = boolean | 'paused';
@@ -141,6 +205,28 @@ export interface PeriodicCoordinator {
   readPause?(name: string): Promise<PeriodicOperation | null>;
   /** The latest `limit` operations of job `name`'s audit trail, newest first. */
   readAudit?(name: string, limit: number): Promise<PeriodicOperation[]>;
+  /**
+   * Records runs, each in its job's history, which keeps the latest `keep`: a run whose `id` is there already
+   * (its start) is replaced by its new record (its end). A run that ended also sets what `readFleet` answers
+   * of the job's successes and failures.
+   */
+  recordRuns?(runs: PeriodicRunEntry[], keep: number): Promise<void>;
+  /** The latest `limit` runs of job `name` that started before `before` (if not null), newest first. */
+  readHistory?(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]>;
+  /** What the store knows of each of the jobs `names`, in order: holder, pause, schedule and latest runs. */
+  readFleet?(names: string[]): Promise<PeriodicFleetRead[]>;
+  /**
+   * Leaves a trigger for the holder of the job's lease, which takes it with its next heartbeat (`triggers` of
+   * the reply). With `readTrigger` and `answerTrigger`, the steps of a trigger from any replica.
+   */
+  requestTrigger?(request: PeriodicTriggerRequest): Promise<void>;
+  /**
+   * Where trigger `id` of job `name` stands; an answer read is forgotten. With `withdraw`, a trigger no holder
+   * has taken yet is withdrawn (`'withdrawn'`), and will not be.
+   */
+  readTrigger?(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState>;
+  /** The holder's answer to trigger `id` of job `name`, for the replica that asked. */
+  answerTrigger?(name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void>;
 }
 
 /** Where the failures of a coordinator are reported, and their end. */
@@ -167,6 +253,12 @@ export class StoreLog {
   private unreported = 0;
   /** A failure was reported, and no answer came since: the next answer is reported as the recovery. */
   private down = false;
+  /** Whether the store answered the last command that ended, as status shows it; and since when, and why not. */
+  reachable = true;
+  since = Date.now();
+  lastError: string | null = null;
+  /** When the store last answered, on the `now()` timeline. */
+  answeredAt = now();
 
   constructor(
     readonly coordinator: PeriodicCoordinator,
@@ -175,6 +267,8 @@ export class StoreLog {
 
   failed(what: string, error: unknown): void {
     const at = now();
+    if (this.reachable) [this.reachable, this.since] = [false, Date.now()];
+    this.lastError = messageOf(error);
     const { leaseMs } = this.coordinator;
     if (at - this.reportedAt < leaseMs) {
       this.unreported++;
@@ -191,6 +285,8 @@ export class StoreLog {
   }
 
   recovered(): void {
+    this.answeredAt = now();
+    if (!this.reachable) [this.reachable, this.since] = [true, Date.now()];
     if (!this.down) return;
     this.down = false;
     this.log.log(
@@ -211,7 +307,7 @@ export class StoreCalls {
   /** Set once the replica has left: answers that come later (a command still out) are not reported. */
   private silent = false;
 
-  constructor(private readonly store: StoreLog) {
+  constructor(readonly store: StoreLog) {
     this.coordinator = store.coordinator;
   }
 
@@ -310,6 +406,85 @@ export class StoreCalls {
         Array.isArray(reply) && reply.every((entry) => OPERATION.accepts(entry))
           ? undefined
           : wrongOperation('readAudit', reply),
+    );
+  }
+
+  /** Whether the coordinator keeps the fleet's run history and tells what it knows of a job: it has the steps. */
+  get recorded(): boolean {
+    const { recordRuns, readHistory, readFleet } = this.coordinator;
+    return this.batched && [recordRuns, readHistory, readFleet].every((step) => typeof step === 'function');
+  }
+
+  /** Records runs; fails when the store has not answered within `leaseMs / 3` (the records are lost). */
+  recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
+    return this.call(
+      `recording ${runs.length === 1 ? 'a run' : `${runs.length} runs`} of ${names(runs)}`,
+      () => this.within(this.coordinator.recordRuns!(runs, keep)),
+      () => undefined,
+    );
+  }
+
+  /** A job's history, read from the store within `leaseMs / 3`. */
+  readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
+    return this.call(
+      `reading the history of "${name}"`,
+      () => this.within(this.coordinator.readHistory!(name, limit, before)),
+      (reply) =>
+        Array.isArray(reply) && reply.every((entry) => RUN.accepts(entry))
+          ? undefined
+          : `readHistory() answered ${describeValue(reply)}, not ${RUN.expected}`,
+    );
+  }
+
+  /** What the store knows of jobs, read within `leaseMs / 3`. */
+  readFleet(jobs: string[]): Promise<PeriodicFleetRead[]> {
+    return this.call(
+      `reading the fleet's state of ${names(jobs.map((name) => ({ name })))}`,
+      () => this.within(this.coordinator.readFleet!(jobs)),
+      (reply) =>
+        Array.isArray(reply) &&
+        reply.length === jobs.length &&
+        reply.every((read) => FLEET_READ.accepts(read))
+          ? undefined
+          : `readFleet() answered ${describeValue(reply)}, not ${FLEET_READ.expected} per job (${jobs.length})`,
+    );
+  }
+
+  /** Whether the coordinator carries triggers from any replica to the holder: it has the steps for it. */
+  get triggered(): boolean {
+    const { requestTrigger, readTrigger, answerTrigger } = this.coordinator;
+    return (
+      this.batched && [requestTrigger, readTrigger, answerTrigger].every((step) => typeof step === 'function')
+    );
+  }
+
+  /** Leaves a trigger for the holder; fails when the store has not answered within `leaseMs / 3`. */
+  requestTrigger(request: PeriodicTriggerRequest): Promise<void> {
+    return this.call(
+      `asking the holder of "${request.name}" for a trigger`,
+      () => this.within(this.coordinator.requestTrigger!(request)),
+      () => undefined,
+    );
+  }
+
+  /** Where a trigger stands, read within `leaseMs / 3`. */
+  readTrigger(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState> {
+    return this.call(
+      `reading the answer to a trigger of "${name}"`,
+      () => this.within(this.coordinator.readTrigger!(name, id, withdraw)),
+      (reply) =>
+        reply === 'pending' || reply === 'taken' || reply === 'withdrawn' || TRIGGER_ANSWER.accepts(reply)
+          ? undefined
+          : `readTrigger() answered ${describeValue(reply)}, not ${TRIGGER_ANSWER.expected}`,
+    );
+  }
+
+  /** Answers a trigger for the replica that asked; fails when the store has not answered within `leaseMs / 3`. */
+  answerTrigger(name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void> {
+    return this.call(
+      `answering a trigger of "${name}"`,
+      () => this.within(this.coordinator.answerTrigger!(name, id, answer)),
+      () => undefined,
     );
   }
 
@@ -507,7 +682,13 @@ function heartbeatProblem(request: PeriodicHeartbeat, reply: unknown): string | 
     }
     if (!SCHEDULE.accepts(schedule)) return wrong(`acquired[${i}].schedule`, schedule, SCHEDULE.expected);
   }
-  const { paused } = reply as PeriodicHeartbeatReply;
+  const { paused, triggers } = reply as PeriodicHeartbeatReply;
+  if (
+    triggers !== undefined &&
+    !(Array.isArray(triggers) && triggers.every((request) => TRIGGER.accepts(request)))
+  ) {
+    return wrong('triggers', triggers, TRIGGER.expected);
+  }
   if (paused !== undefined && !(Array.isArray(paused) && paused.every((name) => typeof name === 'string'))) {
     return wrong('paused', paused, 'an array of job names');
   }
@@ -553,6 +734,65 @@ const OPERATION = {
     );
   },
   expected: 'an operation { action, by, note, replica, at }',
+};
+
+const RUN = {
+  accepts: (value: unknown): value is PeriodicRunEntry => {
+    const entry = (value ?? {}) as Partial<PeriodicRunEntry>;
+    return (
+      typeof entry.id === 'string' &&
+      typeof entry.name === 'string' &&
+      isWhole(entry.jobId) &&
+      typeof entry.replica === 'string' &&
+      isWhole(entry.startedAt) &&
+      (entry.finishedAt === null || isWhole(entry.finishedAt))
+    );
+  },
+  expected: 'an array of runs { id, name, jobId, replica, startedAt, finishedAt, … }',
+};
+
+const FLEET_READ = {
+  accepts: (value: unknown): value is PeriodicFleetRead => {
+    const read = (value ?? {}) as Partial<PeriodicFleetRead>;
+    const holder = read.holder as Partial<NonNullable<PeriodicFleetRead['holder']>> | null | undefined;
+    return (
+      typeof read.name === 'string' &&
+      (holder === null ||
+        (typeof holder?.owner === 'string' && isWhole(holder.fencingToken) && isWhole(holder.until))) &&
+      (read.pause === null || OPERATION.accepts(read.pause)) &&
+      SCHEDULE.accepts(read.schedule) &&
+      (read.lastRun === null || RUN.accepts(read.lastRun)) &&
+      (read.lastSucceededAt === null || isWhole(read.lastSucceededAt)) &&
+      isWhole(read.consecutiveFailures)
+    );
+  },
+  expected: '{ name, holder, pause, schedule, lastRun, lastSucceededAt, consecutiveFailures }',
+};
+
+const TRIGGER = {
+  accepts: (value: unknown): value is PeriodicTriggerRequest => {
+    const request = (value ?? {}) as Partial<PeriodicTriggerRequest>;
+    return (
+      typeof request.id === 'string' &&
+      typeof request.name === 'string' &&
+      (request.by === null || typeof request.by === 'string') &&
+      typeof request.replica === 'string' &&
+      isWhole(request.at)
+    );
+  },
+  expected: 'an array of triggers { id, name, by, replica, at }',
+};
+
+const TRIGGER_ANSWER = {
+  accepts: (value: unknown): value is PeriodicTriggerAnswer => {
+    const answer = (value ?? {}) as { ok?: unknown; jobId?: unknown; error?: unknown; replica?: unknown };
+    return (
+      typeof answer.replica === 'string' &&
+      ((answer.ok === true && isWhole(answer.jobId)) ||
+        (answer.ok === false && typeof answer.error === 'string'))
+    );
+  },
+  expected: "'pending', 'taken', 'withdrawn' or an answer { ok, jobId | error, replica }",
 };
 
 function wrongOperation(step: string, reply: unknown): string {

@@ -23,9 +23,6 @@ export interface PeriodicAuditEntry {
   at: Date;
 }
 
-/** How many entries a job's audit trail keeps. */
-export const AUDIT_KEEP = 100;
-
 const TEXT = 1000;
 
 const text = (what: string): OptionRule => ({
@@ -63,8 +60,8 @@ export function auditEntry(
   return { name, action, by, note, replica, at: new Date(at) };
 }
 
-/** The `limit` of `audit()`: an integer from 1 to the entries kept. */
-export function auditLimit(name: string, options: { limit?: number } | undefined): number {
+/** The `limit` of `audit()`: an integer from 1 to the entries kept (default 50). */
+export function auditLimit(name: string, options: { limit?: number } | undefined, keep: number): number {
   const where = `audit() of job "${name}"`;
   const given = checkedOptions(
     where,
@@ -72,22 +69,24 @@ export function auditLimit(name: string, options: { limit?: number } | undefined
     {
       limit: {
         accepts: (value) =>
-          Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= AUDIT_KEEP,
-        expected: `an integer from 1 to ${AUDIT_KEEP}`,
+          Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= keep,
+        expected: `an integer from 1 to ${keep} (history.keep)`,
       },
     },
     '{ limit: 50 }',
   );
-  return (given.limit as number | undefined) ?? 50;
+  return (given.limit as number | undefined) ?? Math.min(50, keep);
 }
 
-/** The audit trail of a job that is not the fleet's, newest last: the latest {@link AUDIT_KEEP} operations. */
+/** The audit trail of a job that is not the fleet's, newest last: the latest `keep` operations. */
 export class LocalAudit {
   private readonly entries: PeriodicOperation[] = [];
 
+  constructor(private readonly keep: number) {}
+
   record(operation: PeriodicOperation): void {
     this.entries.push(operation);
-    if (this.entries.length > AUDIT_KEEP) this.entries.shift();
+    if (this.entries.length > this.keep) this.entries.shift();
   }
 
   /** The latest `limit`, newest first. */

@@ -3,9 +3,13 @@
 // the guard and the overlap policy decide, and a run starts; its end comes back (runEnded). What the scheduler
 // asks of others (the deadline timer, a run, the schedule's arithmetic, the lease and the fleet's slots) reports
 // back and keeps no state about the tick.
+import { randomUUID } from 'node:crypto';
 import {
+  type PeriodicFleetRead,
   type PeriodicFleetSchedule,
   type PeriodicOperation,
+  type PeriodicRunEntry,
+  type PeriodicTriggerRequest,
   type StoreCalls,
   StoreLog,
 } from './coordinator-port.js';
@@ -30,8 +34,18 @@ import {
   type PeriodicEventType,
 } from './events.js';
 import { FleetSlots } from './fleet.js';
+import { fleetStatusOf, type LocalView, type PeriodicFleetStatus } from './fleet-status.js';
 import {
-  AUDIT_KEEP,
+  errorOf,
+  finish,
+  HISTORY_DEFAULTS,
+  type HistorySettings,
+  historyQuery,
+  LocalHistory,
+  type PeriodicRunRecord,
+  runRecord,
+} from './history.js';
+import {
   auditEntry,
   auditLimit,
   LocalAudit,
@@ -60,6 +74,20 @@ import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
  * sets is noticed when it is set.
  */
 const WALL_CHECK = 10_000;
+
+/** How often a replica that asked the holder for a trigger reads its answer, at most (ms). */
+const TRIGGER_POLL = 100;
+
+/** The answers of a holder to a trigger that a replica that asked passes on as they are. */
+const TRIGGER_ERRORS = new Set(['paused', 'jobNotStarted', 'notInManualMode']);
+
+/** A wait on the package's timers (a test's fake timers move it). */
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => new DeadlineTimer({ onDeadline: () => resolve() }).armAt(now() + ms));
+}
+
+/** How many entries of its audit trail a job looks through for the pause it is under. */
+const AUDIT_SCAN = 10;
 
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
 const SYNC_TICK_TIMEOUT = 4000;
@@ -94,6 +122,8 @@ export interface SchedulerContext {
   replica?: Replica;
   /** The replica's name, for a job that is not exclusive. @default that of `replica`, or `<hostname>:<pid>` */
   replicaName?: string;
+  /** Whether and how the job's runs are recorded (SPEC 18). @default `{ keep: 100, errors: 'message' }` */
+  history?: HistorySettings;
   /**
    * The job is method `key` of `target`, and `run` the method it inherits: one that `target` holds itself at a
    * run (a test's `jest.spyOn(instance, 'purge')`, made after the job) is called instead. (Looking the method up
@@ -132,6 +162,10 @@ export class PeriodicScheduler {
   readonly #replica: string;
   /** The audit trail, when it is not the fleet's. */
   #audit: LocalAudit | undefined;
+  /** How runs are recorded; false: not at all. */
+  readonly #history: HistorySettings;
+  /** The run history, when it is not the fleet's. */
+  #runHistory: LocalHistory | undefined;
   /** What the job did, made when it first has something to count. */
   #record: JobRecord | undefined;
   /**
@@ -175,6 +209,7 @@ export class PeriodicScheduler {
       replica,
       replicaName,
       method,
+      history = HISTORY_DEFAULTS,
     } = typeof context === 'string' ? { where: context } : (context ?? {});
     const name: unknown = options?.name;
     const where =
@@ -205,6 +240,7 @@ export class PeriodicScheduler {
       this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
     this.#replica = replica?.name ?? replicaName ?? defaultReplicaName();
+    this.#history = history;
   }
 
   /** The job's name. */
@@ -417,6 +453,7 @@ export class PeriodicScheduler {
     const runs = this.#runs;
     this.#runs = runs === undefined ? run : Array.isArray(runs) ? (runs.push(run), runs) : [runs, run];
     record.lastStartedAt = run.startedWall;
+    if (this.#history !== false) this.#recordStart(run, this.#history.keep);
     if (this.#wants('started')) {
       const { jobId, startedAt, scheduledAt } = run;
       this.#emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
@@ -476,6 +513,13 @@ export class PeriodicScheduler {
       record.consecutiveFailures = 0;
     } else if (FAILED_RUNS.has(reason)) {
       record.consecutiveFailures++;
+    }
+    const entry = run.record;
+    const history = this.#history;
+    if (entry !== undefined && history !== false) {
+      finish(entry, reason, durationMs, failed ? errorOf(error, history.errors) : null);
+      // One kept in memory is in its ring already.
+      this.#recordsTo?.record(entry, history.keep);
     }
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
@@ -674,11 +718,76 @@ export class PeriodicScheduler {
    */
   async trigger(options?: Pick<PeriodicOperationOptions, 'by'>): Promise<TickResult> {
     const asked = operation(this.name, 'trigger', options, this.#replica);
-    const result = await this.#trigger();
+    const carrier = this.#carrier;
+    const result = carrier === undefined ? await this.#trigger() : await this.#triggerHolder(carrier, asked);
     // Recorded once the run has started, beside it: the audit trail never holds a run up, and a trigger that
     // started nothing is not an operation the job underwent.
     if (result.ok) void this.#keep(asked).catch(() => undefined);
     return result;
+  }
+
+  /**
+   * The calls to the store that carry a trigger to the holder: an exclusive job ticking on a replica that does
+   * not hold its lease, with a coordinator that carries triggers.
+   */
+  get #carrier(): StoreCalls | undefined {
+    const calls = this.#fleet?.lease.replica.calls;
+    if (calls?.triggered !== true || this.#phase !== 'ticking' || this.#fleet!.lease.held) return undefined;
+    return calls;
+  }
+
+  /**
+   * A trigger carried to the holder through the store: it takes it with its next heartbeat, starts the run and
+   * answers. Resolves the holder's answer, or `'noHolder'` when no replica took it within `leaseMs` (it is
+   * withdrawn then, and never runs), or took it and did not answer within `leaseMs` more.
+   */
+  async #triggerHolder(calls: StoreCalls, asked: PeriodicOperation): Promise<TickResult> {
+    const { leaseMs } = calls;
+    const since = now();
+    const poll = Math.min(TRIGGER_POLL, leaseMs / 10);
+    let id = '';
+    let takenAt = Infinity;
+    for (;;) {
+      if (id === '') {
+        id = randomUUID();
+        const request = { id, name: this.name, by: asked.by, replica: this.#replica, at: asked.at };
+        await calls.requestTrigger(request).catch((error: unknown) => {
+          throw notRecorded(this.name, 'trigger', error);
+        });
+      }
+      await sleep(poll);
+      const waited = now() - since;
+      const state = await calls.readTrigger(this.name, id, waited >= leaseMs).catch(() => 'unknown' as const);
+      if (state === 'withdrawn') return { ok: false, error: 'noHolder' };
+      if (state === 'taken') takenAt = Math.min(takenAt, now());
+      if (typeof state === 'object') {
+        if (state.ok) return { ok: true, jobId: state.jobId, replica: state.replica };
+        // A holder handing the lease over: asked again, of the next.
+        if (state.error === 'notLeaseHolder' && waited < leaseMs) {
+          id = '';
+          continue;
+        }
+        return { ok: false, error: TRIGGER_ERRORS.has(state.error) ? (state.error as 'paused') : 'noHolder' };
+      }
+      if (now() - takenAt >= leaseMs || waited >= 3 * leaseMs) return { ok: false, error: 'noHolder' };
+    }
+  }
+
+  /** @internal A trigger asked of another replica, taken from the store: carried out here, and answered. */
+  carry(request: PeriodicTriggerRequest): void {
+    const calls = this.#fleet!.lease.replica.calls;
+    const replica = this.#replica;
+    void this.#trigger()
+      .then((result) =>
+        calls.answerTrigger(
+          this.name,
+          request.id,
+          result.ok
+            ? { ok: true, jobId: result.jobId, replica }
+            : { ok: false, error: result.error, replica },
+        ),
+      )
+      .catch(() => undefined);
   }
 
   async #trigger(): Promise<TickResult> {
@@ -691,6 +800,9 @@ export class PeriodicScheduler {
       if (paused === undefined) return { ok: false, error: 'jobNotStarted' };
       this.#fleetPaused = paused !== null;
       if (paused !== null) return { ok: false, error: 'paused' };
+      // The lease may have been handed over, or the job stopped, meanwhile.
+      const now = this.#refuseTick();
+      if (now !== undefined) return now;
     }
     const run = await (this.options.mode === 'manual'
       ? this.#manualTick(undefined)
@@ -763,7 +875,7 @@ export class PeriodicScheduler {
 
   /** The job's audit trail: the latest `limit` (default 50) of its pauses, resumes and triggers, newest first. */
   async audit(options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
-    const limit = auditLimit(this.name, options);
+    const limit = auditLimit(this.name, options, this.#kept);
     const store = this.#store;
     const entries =
       store !== undefined
@@ -776,6 +888,11 @@ export class PeriodicScheduler {
           })
         : (this.#audit?.latest(limit) ?? []);
     return entries.map((entry) => auditEntry(this.name, entry));
+  }
+
+  /** How many runs, and entries of the audit trail, the job keeps. */
+  get #kept(): number {
+    return this.#history === false ? HISTORY_DEFAULTS.keep : this.#history.keep;
   }
 
   /**
@@ -795,12 +912,120 @@ export class PeriodicScheduler {
     const store = this.#store;
     if (store !== undefined) {
       await store
-        .operate(this.name, asked, AUDIT_KEEP)
+        .operate(this.name, asked, this.#kept)
         .catch((error: unknown) => Promise.reject(notRecorded(this.name, asked.action, error)));
     } else {
-      (this.#audit ??= new LocalAudit()).record(asked);
+      (this.#audit ??= new LocalAudit(this.#kept)).record(asked);
     }
     if (this.#wants('operated')) this.#emit({ type: 'operated', ...auditEntry(this.name, asked) });
+  }
+
+  /** Records a run that starts: in the fleet's history, or in memory. */
+  #recordStart(run: Run, keep: number): void {
+    const fleet = this.#recordsTo;
+    const entry: PeriodicRunEntry = {
+      id: `${fleet?.owner ?? this.#replica}#${run.jobId}`,
+      name: this.name,
+      jobId: run.jobId,
+      replica: this.#replica,
+      fencingToken: run.fencingToken ?? null,
+      slot: run.origin === 'timer' ? run.slot : null,
+      origin: run.origin === 'timer' ? 'schedule' : run.origin,
+      attempt: 1,
+      startedAt: run.startedWall,
+      finishedAt: null,
+      reason: null,
+      durationMs: null,
+      error: null,
+    };
+    run.record = entry;
+    if (fleet !== undefined) fleet.record(entry, keep);
+    else (this.#runHistory ??= new LocalHistory(keep)).record(entry);
+  }
+
+  /** The replica whose store keeps the job's history: an exclusive job's, when its coordinator keeps one. */
+  get #recordsTo(): Replica | undefined {
+    const replica = this.#fleet?.lease.replica;
+    return replica?.calls.recorded === true ? replica : undefined;
+  }
+
+  /**
+   * The job's latest runs, newest first by start, a run in flight included: the fleet's for an exclusive job
+   * whose coordinator keeps them, this process's otherwise. `limit` 1 to `history.keep` (default 50); `before`:
+   * only runs started before it.
+   */
+  async history(options?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {
+    const settings = this.#history;
+    const { limit, before } = historyQuery(
+      this.name,
+      options,
+      settings === false ? HISTORY_DEFAULTS.keep : settings.keep,
+    );
+    if (settings === false) return [];
+    const fleet = this.#recordsTo;
+    if (fleet === undefined) return (this.#runHistory?.read(limit, before) ?? []).map(runRecord);
+    // This replica's own records are sent first: what it ran is in what it reads.
+    await fleet.flushRuns();
+    const entries = await fleet.calls.readHistory(this.name, limit, before).catch((error: unknown) => {
+      throw new Error(
+        `history() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
+          'Try again once the store answers.',
+        { cause: error },
+      );
+    });
+    return entries.map(runRecord);
+  }
+
+  /**
+   * The job as the fleet sees it: for an exclusive job, read from the store (holder, pause, slots, last run,
+   * failures across the fleet); what the store does not answer within `leaseMs / 3` is what this replica knows,
+   * with `store.reachable` false. A job that is not exclusive is this process's alone.
+   */
+  async fleetStatus(): Promise<PeriodicFleetStatus> {
+    const replica = this.fleetReplica;
+    const read = await replica?.calls.readFleet([this.name]).catch(() => undefined);
+    return this.fleetStatusFrom(read?.[0]);
+  }
+
+  /** @internal The fleet status from what the store answered of the job, or undefined if it did not. */
+  fleetStatusFrom(read: PeriodicFleetRead | undefined): PeriodicFleetStatus {
+    return fleetStatusOf(this.#localView(), read, this.storeLog);
+  }
+
+  /** @internal The replica whose store tells the fleet's state of the job, if one does. */
+  get fleetReplica(): Replica | undefined {
+    return this.#recordsTo;
+  }
+
+  /** What this replica knows of the job, for what the store does not tell. */
+  #localView(): LocalView {
+    const lease = this.#fleet?.lease;
+    const record = this.#record;
+    const succeeded = record?.lastSucceededAt;
+    const paused = this.state === 'paused';
+    return {
+      name: this.name,
+      holder:
+        lease?.held === true
+          ? {
+              replica: this.#replica,
+              fencingToken: lease.fencingToken,
+              until: Date.now() + (lease.validUntil - now()),
+            }
+          : null,
+      pause: paused
+        ? (this.#audit?.latest(AUDIT_SCAN).find((entry) => entry.action === 'pause') ?? {
+            action: 'pause',
+            by: null,
+            note: null,
+            replica: this.#replica,
+            at: Date.now(),
+          })
+        : null,
+      lastRun: this.#runHistory?.read(1, null)[0] ?? null,
+      lastSucceededAt: succeeded === undefined || Number.isNaN(succeeded) ? null : succeeded,
+      consecutiveFailures: record?.consecutiveFailures ?? 0,
+    };
   }
 
   /** What the job is doing, and what it did last. */
@@ -814,6 +1039,7 @@ export class PeriodicScheduler {
         running: this.running,
         nextSlot: ticking ? this.#slot : 0,
         lease,
+        store: this.storeLog,
       },
       this.#record,
     );
@@ -835,6 +1061,24 @@ export class PeriodicScheduler {
     if (this.options.delayMode === 'shifted' && this.running > 0) return false;
     const lateness = this.#calendar === undefined ? now() - this.deadline : Date.now() - this.#slot;
     return lateness > 2 * interval;
+  }
+
+  /**
+   * @internal An exclusive job in auto mode whose fleet's next slot, `next` (wall-clock ms; 0 while a shifted run
+   * is in flight), has been due for more than two intervals: no replica handled it.
+   */
+  fleetOverdue(next: number): boolean {
+    if (this.#fleet === undefined || this.options.mode !== 'auto' || this.state !== 'ticking' || next === 0) {
+      return false;
+    }
+    const after = this.#slotAfter(next);
+    const interval = this.#calendar === undefined ? this.options.every : after - next;
+    return after !== 0 && Date.now() - next > 2 * interval;
+  }
+
+  /** @internal The store's failures and answers as this replica sees them, for an exclusive job. */
+  get storeLog(): StoreLog | undefined {
+    return this.#fleet?.lease.replica.calls.store;
   }
 
   /** The interval at the current slot (a calendar's gap there), or undefined when no slot comes after it. */
@@ -885,7 +1129,7 @@ export class PeriodicScheduler {
   }
 
   /** Why a tick asked for now would start nothing, if it is known before the tick. */
-  #refuseTick(): Extract<TickResult, { ok: false }> | undefined {
+  #refuseTick(): Extract<SyncTickResult, { ok: false }> | undefined {
     if (this.#phase !== 'ticking') return { ok: false, error: 'jobNotStarted' };
     if (this.#paused) return { ok: false, error: 'paused' };
     if (this.#fleet?.lease.held === false) return { ok: false, error: 'notLeaseHolder' };

@@ -9,8 +9,10 @@ import {
   type PeriodicFleetSchedule,
   type PeriodicHeartbeat,
   type PeriodicLeaseHeld,
+  type PeriodicRunEntry,
   type PeriodicScheduleWrite,
   type PeriodicScheduleWritten,
+  type PeriodicTriggerRequest,
   StoreCalls,
   type StoreLog,
 } from './coordinator-port.js';
@@ -29,6 +31,8 @@ export interface LeaseHolder {
   givingUp(): Promise<void>;
   /** Whether the fleet has paused the job, as a heartbeat sent at `sent` (on the `now()` timeline) found it. */
   fleetPaused(paused: boolean, sent: number): void;
+  /** A trigger asked of another replica, taken from the store: carried out here, and answered. */
+  carry(request: PeriodicTriggerRequest): void;
 }
 
 /** A job's lease as this replica sees it; whether it is held is answered from memory. */
@@ -95,6 +99,9 @@ export class Lease {
   }
 }
 
+/** How long a run's record waits at most for a step of writes to go with (ms). */
+export const RECORD_DELAY = 50;
+
 /** How many leases a heartbeat takes at most; the next heartbeat takes more. */
 export const ACQUIRE_PER_HEARTBEAT = 1000;
 
@@ -151,6 +158,15 @@ export class Replica {
   private writing = false;
   /** Leases of stopped jobs to give up, with this turn's others. */
   private releases: { held: PeriodicLeaseHeld | undefined; done: () => void }[] = [];
+  /**
+   * Records of runs not sent yet: they go with the next step of writes, or {@link RECORD_DELAY} after the first
+   * came; a run that ends before its start was sent is sent once, ended.
+   */
+  private runs = new Set<PeriodicRunEntry>();
+  private keep = 0;
+  /** The records sent, until the store has answered them all. */
+  private recording = Promise.resolve();
+  private readonly recordTimer = new DeadlineTimer({ onDeadline: () => void this.flushRuns() });
 
   /**
    * @param store the coordinator, and where its failures are reported.
@@ -209,6 +225,29 @@ export class Replica {
   }
 
   /**
+   * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job: with the next step
+   * of writes, or within {@link RECORD_DELAY}. Never delays a run; a record the store does not take is lost
+   * (and reported).
+   */
+  record(entry: PeriodicRunEntry, keep: number): void {
+    this.keep = keep;
+    if (this.runs.size === 0) this.recordTimer.armAt(now() + RECORD_DELAY);
+    this.runs.add(entry);
+  }
+
+  /** @internal Sends the records not sent yet; resolves once the store has answered (a failure was reported). */
+  flushRuns(): Promise<void> {
+    this.recordTimer.cancel();
+    if (this.runs.size === 0) return this.recording;
+    // Copies: a run in flight goes on changing its own.
+    const runs = Array.from(this.runs, (entry) => ({ ...entry }));
+    this.runs.clear();
+    const sent = this.calls.recordRuns(runs, this.keep).catch(() => undefined);
+    this.recording = Promise.all([this.recording, sent]).then(() => undefined);
+    return this.recording;
+  }
+
+  /**
    * @internal Gives a stopped job's lease up, once `after` has settled, with the other releases of that turn (an
    * application that closes releases all its leases at once); the last job's also leaves the fleet.
    */
@@ -232,6 +271,7 @@ export class Replica {
   }
 
   private async flushReleases(): Promise<void> {
+    void this.flushRuns();
     const releases = this.releases;
     this.releases = [];
     const held = releases.flatMap((release) => (release.held === undefined ? [] : [release.held]));
@@ -262,6 +302,8 @@ export class Replica {
       }
     }
     if (sent.length === 0) return;
+    // Records ride with the claims: a store may take them in the same round trip.
+    void this.flushRuns();
     this.writing = true;
     // A failure was reported, and drops the writes: a slot whose claim failed is not run.
     const taken = await this.calls
@@ -367,6 +409,7 @@ export class Replica {
       const paused = new Set(reply.paused);
       for (const lease of this.leases.values()) lease.holder.fleetPaused(paused.has(lease.name), sent);
     }
+    for (const request of reply.triggers ?? []) this.leases.get(request.name)?.holder.carry(request);
     this.members = reply.members;
     this.spreadJobs();
     this.armExpiry();

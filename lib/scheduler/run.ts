@@ -1,4 +1,5 @@
 import { tracingChannel } from 'node:diagnostics_channel';
+import type { PeriodicRunEntry } from './coordinator-port.js';
 import { DeadlineTimer, now } from './deadline-timer.js';
 import { type AbortReason, PeriodicAbortError } from './errors.js';
 import { FAILED_RUNS, type JobExitReason } from './events.js';
@@ -23,8 +24,9 @@ export interface PeriodicContext {
 
 /** What `tick()` resolves: the run it started, or why none started. */
 export type TickResult =
-  | { ok: true; jobId: number }
-  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' | 'paused' | 'notLeaseHolder' };
+  /** `replica`: the replica that started the run, for an exclusive job's trigger. */
+  | { ok: true; jobId: number; replica?: string }
+  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' | 'paused' | 'notLeaseHolder' | 'noHolder' };
 
 /** What `syncTick()` resolves: how the run it started ended, or why none started. */
 export type SyncTickResult =
@@ -137,6 +139,8 @@ export class Run implements Tick, PeriodicContext {
   #timer: DeadlineTimer | undefined;
   /** What the tracing channel publishes of the run, if it had subscribers when the run started. */
   #trace: PeriodicRunTrace | undefined;
+  /** The run's record in its job's history, if the job keeps one. */
+  #record: PeriodicRunEntry | undefined = undefined;
 
   constructor(
     owner: RunOwner,
@@ -183,6 +187,15 @@ export class Run implements Tick, PeriodicContext {
   /** @internal The wall-clock time the run started at (epoch ms). */
   get startedWall(): number {
     return this.#startedWall;
+  }
+
+  /** @internal The run's record in its job's history, if the job keeps one. */
+  get record(): PeriodicRunEntry | undefined {
+    return this.#record;
+  }
+
+  set record(entry: PeriodicRunEntry | undefined) {
+    this.#record = entry;
   }
 
   /** @internal True once the run has been stopped by `onOverlap: 'stopPrevious'`. */

@@ -22,8 +22,15 @@ export interface PeriodicJobStatus {
     JobExitReason,
     number
   >;
-  /** Exclusive jobs only: whether this replica holds the lease, and its fencing token if it does. */
-  lease: { held: boolean; fencingToken: number | null } | null;
+  /**
+   * Exclusive jobs only: whether this replica holds the lease, and its fencing token if it does; `unreachable`
+   * only while this replica cannot reach the coordinator's store (since when, and the last failure).
+   */
+  lease: {
+    held: boolean;
+    fencingToken: number | null;
+    unreachable?: { since: Date; lastError: string | null };
+  } | null;
 }
 
 /**
@@ -61,6 +68,8 @@ export interface StatusSource {
   /** Epoch ms of the next tick; 0 when none is armed. */
   readonly nextSlot: number;
   readonly lease: { held: boolean; fencingToken: number } | undefined;
+  /** The store's failures, as this replica sees them: for an exclusive job. */
+  readonly store: { reachable: boolean; since: number; lastError: string | null } | undefined;
 }
 
 const NEVER = new JobRecord();
@@ -108,7 +117,16 @@ export function statusOf(source: StatusSource, record: JobRecord = NEVER): Perio
       shutdown: record.shutdown,
       leaseLost: record.leaseLost,
     },
-    lease:
-      lease === undefined ? null : { held: lease.held, fencingToken: lease.held ? lease.fencingToken : null },
+    lease: lease === undefined ? null : leaseOf(lease, source.store),
   };
+}
+
+function leaseOf(
+  lease: NonNullable<StatusSource['lease']>,
+  store: StatusSource['store'],
+): NonNullable<PeriodicJobStatus['lease']> {
+  const held = lease.held;
+  const status = { held, fencingToken: held ? lease.fencingToken : null };
+  if (store === undefined || store.reachable) return status;
+  return { ...status, unreachable: { since: new Date(store.since), lastError: store.lastError } };
 }

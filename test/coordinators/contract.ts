@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PeriodicCoordinator } from '../../lib/index.js';
+import type { PeriodicRunEntry } from '../../lib/scheduler/coordinator-port.js';
 
 /** What the contract needs of a store. */
 export interface ContractSubject {
@@ -223,6 +224,28 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
     };
   };
   const operated = (leaseMs: number) => operatedSteps(subject, leaseMs);
+  const carried = async (leaseMs: number) => {
+    const store = await operatedSteps(subject, leaseMs);
+    const { requestTrigger, readTrigger, answerTrigger } = store?.coordinator ?? {};
+    if (store === undefined || !requestTrigger || !readTrigger || !answerTrigger) return undefined;
+    return {
+      ...store,
+      requestTrigger: requestTrigger.bind(store.coordinator),
+      readTrigger: readTrigger.bind(store.coordinator),
+      answerTrigger: answerTrigger.bind(store.coordinator),
+    };
+  };
+  const recorded = async (leaseMs: number) => {
+    const store = await operatedSteps(subject, leaseMs);
+    const { recordRuns, readHistory, readFleet } = store?.coordinator ?? {};
+    if (store === undefined || !recordRuns || !readHistory || !readFleet) return undefined;
+    return {
+      ...store,
+      recordRuns: recordRuns.bind(store.coordinator),
+      readHistory: readHistory.bind(store.coordinator),
+      readFleet: readFleet.bind(store.coordinator),
+    };
+  };
   const member = (owner: string, jobs = 'digest') => ({ owner, replica: `replica ${owner}`, jobs });
   /** Member owners unique to the check, so that checks sharing a store do not see each other's. */
   let members = 0;
@@ -484,6 +507,119 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         // pause, resume, trigger, pause, resume: the last that changed the pause was a resume.
         assert.equal(await store.readPause(name), null);
         assert.deepEqual(await store.readPause(neighbour), operations[0]);
+      },
+    ],
+    [
+      'run records: a start replaced by its end, the latest `keep` kept, read newest first, before a time',
+      async () => {
+        const store = await recorded(LEASE);
+        if (store === undefined) return;
+        const [name, neighbour] = [job(), job()];
+        const at = 1_700_000_000_000;
+        const run = (i: number, ended: PeriodicRunEntry['reason']) => ({
+          id: `r1/${name}#${i}`,
+          name,
+          jobId: i,
+          replica: 'r1',
+          fencingToken: 7,
+          slot: at + i * 1000,
+          origin: 'schedule' as const,
+          attempt: 1,
+          startedAt: at + i * 1000,
+          finishedAt: ended === null ? null : at + i * 1000 + 5,
+          reason: ended,
+          durationMs: ended === null ? null : 5.25,
+          error: ended === 'error' ? { name: 'TypeError', message: 'a "quoted",\nmessage' } : null,
+        });
+        // A run starts (recorded open), another starts and ends in one record, then the first ends.
+        await store.recordRuns([run(1, null)], 3);
+        await store.recordRuns([run(2, 'error')], 3);
+        assert.deepEqual(await store.readHistory(name, 10, null), [run(2, 'error'), run(1, null)]);
+        await store.recordRuns([run(1, 'normal')], 3);
+        assert.deepEqual(await store.readHistory(name, 10, null), [run(2, 'error'), run(1, 'normal')]);
+        await store.recordRuns([run(3, 'timeout'), run(4, 'error'), { ...run(1, null), name: neighbour }], 3);
+        assert.deepEqual(await store.readHistory(name, 10, null), [
+          run(4, 'error'),
+          run(3, 'timeout'),
+          run(2, 'error'),
+        ]);
+        assert.deepEqual(await store.readHistory(name, 1, null), [run(4, 'error')]);
+        assert.deepEqual(await store.readHistory(name, 10, at + 4000), [run(3, 'timeout'), run(2, 'error')]);
+        const [fleet, other, unknown] = await store.readFleet([name, neighbour, job()]);
+        // 2 failed, then 1 succeeded (recorded after it, ending at at + 1005), then 3 and 4 failed.
+        assert.equal(fleet.lastSucceededAt, at + 1005);
+        assert.equal(fleet.consecutiveFailures, 2);
+        assert.deepEqual(fleet.lastRun, run(4, 'error'));
+        assert.equal(other.lastRun?.reason, null);
+        assert.deepEqual(unknown, {
+          name: unknown.name,
+          holder: null,
+          pause: null,
+          schedule: null,
+          lastRun: null,
+          lastSucceededAt: null,
+          consecutiveFailures: 0,
+        });
+      },
+    ],
+    [
+      'a trigger left for the holder is taken by its next heartbeat that renews the lease, once; or withdrawn',
+      async () => {
+        const store = await carried(LEASE);
+        if (store === undefined) return;
+        const [a, b, name] = [owner(), owner(), job()];
+        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [name] });
+        const fencingToken = taken.acquired[0]!.fencingToken;
+        const request = { id: `t-${name}`, name, by: 'alice', replica: 'r2', at: 1_700_000_000_000 };
+        await store.requestTrigger(request);
+        assert.equal(await store.readTrigger(name, request.id, false), 'pending');
+        // Another replica's heartbeat, which holds nothing, carries nothing.
+        assert.deepEqual(
+          (await store.heartbeat({ member: member(b), renew: [], acquire: [name] })).triggers ?? [],
+          [],
+        );
+        const renew = [{ name, fencingToken }];
+        assert.deepEqual((await store.heartbeat({ member: member(a), renew, acquire: [] })).triggers, [
+          request,
+        ]);
+        assert.deepEqual((await store.heartbeat({ member: member(a), renew, acquire: [] })).triggers, []);
+        assert.equal(await store.readTrigger(name, request.id, true), 'taken');
+        const answer = { ok: true as const, jobId: 12, replica: 'r1' };
+        await store.answerTrigger(name, request.id, answer);
+        assert.deepEqual(await store.readTrigger(name, request.id, false), answer);
+        // An answer read is forgotten.
+        assert.equal(await store.readTrigger(name, request.id, false), 'taken');
+        const later = { ...request, id: `u-${name}`, by: null };
+        await store.requestTrigger(later);
+        assert.equal(await store.readTrigger(name, later.id, true), 'withdrawn');
+        assert.deepEqual((await store.heartbeat({ member: member(a), renew, acquire: [] })).triggers, []);
+        await store.releaseAll(a, renew, true);
+        await store.releaseAll(b, [], true);
+      },
+    ],
+    [
+      'readFleet tells the holder, its token and lease end, the pause and the schedule',
+      async () => {
+        const store = await recorded(LEASE);
+        if (store === undefined) return;
+        const [a, name] = [owner(), job()];
+        const before = Date.now();
+        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [name] });
+        const fencingToken = taken.acquired[0]!.fencingToken;
+        const schedule = { grid: 'every 1000 regular', last: 5000, next: 6000 };
+        assert.deepEqual(await store.writeSchedules(a, [{ name, fencingToken, schedule }]), [true]);
+        const pause = { action: 'pause' as const, by: 'alice', note: null, replica: 'r1', at: before };
+        await store.operate(name, pause, 10);
+        const [read] = await store.readFleet([name]);
+        assert.equal(read.holder?.owner, a);
+        assert.equal(read.holder?.fencingToken, fencingToken);
+        // The lease's end by the store's clock, allowing it a minute of skew from this machine's.
+        assert.ok(Math.abs(read.holder!.until - (before + LEASE)) < 60_000, `until ${read.holder?.until}`);
+        assert.deepEqual(read.pause, pause);
+        assert.deepEqual(read.schedule, schedule);
+        await store.releaseAll(a, [{ name, fencingToken }], true);
+        const [free] = await store.readFleet([name]);
+        assert.equal(free.holder, null);
       },
     ],
   ];

@@ -4,7 +4,14 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Controller, Get, type INestApplication, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
-import { Periodic, PeriodicConfigError, PeriodicModule, PeriodicRegistry } from 'nestjs-periodic';
+import { Test, type TestingModule } from '@nestjs/testing';
+import {
+  InMemoryCoordinator,
+  Periodic,
+  PeriodicConfigError,
+  PeriodicModule,
+  PeriodicRegistry,
+} from 'nestjs-periodic';
 import { PeriodicHealthIndicator } from 'nestjs-periodic/terminus';
 import { cancel } from '../../lib/scheduler/deadline-timer.js';
 
@@ -238,5 +245,112 @@ describe('PeriodicHealthIndicator over HTTP', () => {
     expect(() => indicator.isHealthy('jobs', { maxConsecutiveFailure: 1 } as never)).toThrow(
       'unknown option "maxConsecutiveFailure"; did you mean "maxConsecutiveFailures"?',
     );
+  });
+});
+
+describe("an exclusive job's health is the fleet's", () => {
+  const LEASE_MS = 600;
+
+  /** A store that can be down (`beats`: heartbeats and reads fail), or fail only the claims of slots. */
+  class Store extends InMemoryCoordinator {
+    beats = true;
+    claims = true;
+
+    constructor() {
+      super({ leaseMs: LEASE_MS });
+    }
+
+    override async heartbeat(...args: Parameters<InMemoryCoordinator['heartbeat']>) {
+      if (!this.beats) throw new Error('connect ECONNREFUSED');
+      return super.heartbeat(...args);
+    }
+
+    override async readFleet(...args: Parameters<InMemoryCoordinator['readFleet']>) {
+      if (!this.beats) throw new Error('connect ECONNREFUSED');
+      return super.readFleet(...args);
+    }
+
+    override async writeSchedules(...args: Parameters<InMemoryCoordinator['writeSchedules']>) {
+      if (!this.claims) throw new Error('connect ECONNREFUSED');
+      return super.writeSchedules(...args);
+    }
+  }
+
+  @Injectable()
+  class Report {
+    @Periodic({ every: 100, exclusive: true, name: 'report' })
+    send(): void {}
+  }
+
+  const apps: TestingModule[] = [];
+  afterEach(async () => {
+    for (const replica of apps.splice(0)) await replica.close();
+  });
+
+  /** Two replicas on `store`; each one's health of the job, asked until `done` holds (for at most 4 s). */
+  async function replicas(store: Store) {
+    for (const replica of ['a', 'b']) {
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          TerminusModule.forRoot({ logger: false }),
+          PeriodicModule.forRoot({ coordinator: store, replica, logger: false }),
+        ],
+        providers: [PeriodicHealthIndicator, Report],
+      }).compile();
+      await moduleRef.init();
+      apps.push(moduleRef);
+    }
+    const health = (moduleRef: TestingModule) =>
+      (moduleRef.get(PeriodicHealthIndicator).isHealthy() as { periodic: { jobs: Record<string, unknown> } })
+        .periodic.jobs.report as { status: string; reason?: string };
+    return async (done: (status: string, reason?: string) => boolean) => {
+      const end = performance.now() + 4000;
+      for (;;) {
+        const seen = apps.map(health);
+        if (seen.every(({ status, reason }) => done(status, reason)) || performance.now() > end) return seen;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+  }
+
+  it('down on every replica once it has not reached the store for leaseMs; up again when it answers', async () => {
+    const store = new Store();
+    const ask = await replicas(store);
+    expect(await ask((status) => status === 'up')).toMatchObject([{ status: 'up' }, { status: 'up' }]);
+    store.beats = false;
+    // The fleet stops handling slots at once (no replica holds the lease); the store is silent after leaseMs.
+    const down = await ask(
+      (status, reason) => status === 'down' && /has not reached the coordinator's store/.test(reason!),
+    );
+    expect(down).toMatchObject(
+      [0, 1].map(() => ({
+        status: 'down',
+        reason: expect.stringMatching(
+          /^this replica has not reached the coordinator's store for \d+ms \(more than leaseMs\)$/,
+        ),
+        state: 'ticking',
+      })),
+    );
+    store.beats = true;
+    expect(await ask((status) => status === 'up')).toMatchObject([{ status: 'up' }, { status: 'up' }]);
+  });
+
+  it('down on every replica when the fleet has not handled a due slot for two intervals, though the store answers', async () => {
+    const store = new Store();
+    const ask = await replicas(store);
+    expect(await ask((status) => status === 'up')).toMatchObject([{ status: 'up' }, { status: 'up' }]);
+    // Heartbeats go on, every claim of a slot fails: no replica runs the job.
+    store.claims = false;
+    const down = await ask((status) => status === 'down');
+    expect(down).toMatchObject(
+      [0, 1].map(() => ({
+        status: 'down',
+        reason: expect.stringMatching(
+          /^the fleet has not handled the slot due at \d{4}-.*Z for more than two intervals$/,
+        ),
+      })),
+    );
+    store.claims = true;
+    expect(await ask((status) => status === 'up')).toMatchObject([{ status: 'up' }, { status: 'up' }]);
   });
 });

@@ -275,13 +275,13 @@ describe('the HTTP recipe of docs/operations.md', () => {
     const controller = app.moduleRef.get(JobsController);
     for (const name of ['failing', 'odd', 'fine']) {
       const finished = app.events.once('finished', (event) => event.name === name);
-      await expect(controller.trigger(name)).resolves.toEqual({ ok: true, jobId: 1 });
+      await expect(controller.trigger(name, {})).resolves.toEqual({ ok: true, jobId: 1 });
       await finished;
     }
     await controller.pause('slow', { by: 'alice', note: 'too slow' });
-    await expect(controller.trigger('slow')).rejects.toThrow(ConflictException);
+    await expect(controller.trigger('slow', {})).rejects.toThrow(ConflictException);
     await controller.resume('slow', {});
-    await expect(controller.trigger('slow')).resolves.toEqual({ ok: true, jobId: 1 });
+    await expect(controller.trigger('slow', { by: 'bob' })).resolves.toEqual({ ok: true, jobId: 1 });
     const shown = JSON.parse(JSON.stringify(controller.status())) as Record<string, unknown>[];
     expect(shown).toEqual([
       expect.objectContaining({
@@ -298,7 +298,7 @@ describe('the HTTP recipe of docs/operations.md', () => {
     expect(shown[3].lastFinished).not.toHaveProperty('error');
     await expect(controller.pause('nothing', {})).rejects.toThrow(NotFoundException);
     expect((await app.registry.audit('slow')).map(({ action, by, note }) => [action, by, note])).toEqual([
-      ['trigger', null, null],
+      ['trigger', 'bob', null],
       ['resume', null, null],
       ['pause', 'alice', 'too slow'],
     ]);
@@ -346,6 +346,31 @@ describe('the HTTP recipe of docs/operations.md', () => {
           name: 'Reports.send',
           schedule: { cron: '0 3 * * *', timezone: 'UTC' },
           exclusive: false,
+        }),
+      ]);
+      const history = (await (await call('GET', '/Cleanup.purge/history')).json()) as Record<
+        string,
+        unknown
+      >[];
+      expect(history).toEqual([
+        expect.objectContaining({ jobId: 1, origin: 'trigger', reason: 'normal', slot: null }),
+      ]);
+      const later = await call(
+        'GET',
+        `/Cleanup.purge/history?before=${encodeURIComponent(history[0].startedAt as string)}`,
+      );
+      expect(await later.json()).toEqual([]);
+      const fleet = (await (await call('GET', '/fleet')).json()) as Record<string, unknown>[];
+      expect(fleet).toEqual([
+        expect.objectContaining({
+          name: 'Cleanup.purge',
+          holder: null,
+          lastRun: expect.objectContaining({ jobId: 1 }),
+        }),
+        expect.objectContaining({
+          name: 'Reports.send',
+          lastRun: null,
+          store: expect.objectContaining({ reachable: true }),
         }),
       ]);
       expect((await fetch(`${base}/jobs`)).status).toBe(403);

@@ -3,11 +3,8 @@
 // triggers, read by any replica; and the same operations on a job that is not the fleet's, in memory.
 import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
-import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
 import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
-import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { Replica, spreadOver } from '../../lib/scheduler/replica.js';
-import { EventLog, flush, startScheduler, useFakeTimers } from './helpers.js';
+import { advance, flush, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
 
 useFakeTimers();
 
@@ -27,34 +24,9 @@ class Store extends InMemoryCoordinator {
   }
 }
 
-/**
- * Two replicas of `store`, each with the job "job" every 100 ms: first the one the fleet's spread gives the job
- * (the holder), then the other; named r1 and r2 in either order.
- */
+/** Two replicas of `store` with the job "job" every 100 ms: the holder first. */
 function fleet(store: Store) {
-  const replicas = ['r1', 'r2'].map(
-    (name) => new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), name),
-  );
-  const owner = spreadOver(
-    ['job'],
-    replicas.map((replica) => replica.owner),
-  ).get('job');
-  if (replicas[1].owner === owner) replicas.reverse();
-  return replicas.map((replica) => {
-    const log = new EventLog();
-    const scheduler = new PeriodicScheduler(
-      { name: 'job', every: 100, exclusive: true, coordinator: store, run: () => undefined },
-      log.sink,
-      { replica },
-    );
-    scheduler.start();
-    return { scheduler, log, name: replica.name };
-  });
-}
-
-async function advance(ms: number): Promise<void> {
-  await jest.advanceTimersByTimeAsync(ms);
-  await flush();
+  return twoReplicas(store, { every: 100 });
 }
 
 describe("an exclusive job's pause is the fleet's", () => {

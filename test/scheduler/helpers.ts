@@ -1,5 +1,8 @@
 import { afterEach, beforeEach, jest } from '@jest/globals';
+import { type PeriodicCoordinator, StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import type { HistorySettings } from '../../lib/scheduler/history.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
+import { Replica, spreadOver } from '../../lib/scheduler/replica.js';
 import type { PeriodicEvent, PeriodicEventType } from '../../lib/scheduler/events.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
@@ -34,6 +37,42 @@ export function startScheduler(options: Options): { scheduler: PeriodicScheduler
   const scheduler = new PeriodicScheduler({ name: 'job', run: () => undefined, ...options }, log.sink);
   scheduler.start();
   return { scheduler, log };
+}
+
+/**
+ * Two replicas of `store`, each with the exclusive job "job" of `options`, started: first the one the fleet's
+ * spread gives the job (the holder), then the other; named r1 and r2 in either order. Their store failures are
+ * not reported.
+ */
+export function twoReplicas(
+  store: PeriodicCoordinator,
+  options: Omit<Options, 'coordinator' | 'exclusive'>,
+  history?: HistorySettings,
+): { scheduler: PeriodicScheduler; log: EventLog; name: string }[] {
+  const replicas = ['r1', 'r2'].map(
+    (name) => new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), name),
+  );
+  const owner = spreadOver(
+    ['job'],
+    replicas.map((replica) => replica.owner),
+  ).get('job');
+  if (replicas[1].owner === owner) replicas.reverse();
+  return replicas.map((replica) => {
+    const log = new EventLog();
+    const scheduler = new PeriodicScheduler(
+      { name: 'job', run: () => undefined, ...options, exclusive: true, coordinator: store },
+      log.sink,
+      { replica, history },
+    );
+    scheduler.start();
+    return { scheduler, log, name: replica.name };
+  });
+}
+
+/** Advances the fake timers by `ms`, then lets the promises they settled run. */
+export async function advance(ms: number): Promise<void> {
+  await jest.advanceTimersByTimeAsync(ms);
+  await flush();
 }
 
 /** Every test of the calling file runs on Jest's fake timers, with its mocks restored afterwards. */

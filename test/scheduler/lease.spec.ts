@@ -351,6 +351,7 @@ describe('claiming', () => {
       busy: false,
       givingUp: async () => undefined,
       fleetPaused: () => undefined,
+      carry: () => undefined,
     });
     lease.start();
     await advance(0);

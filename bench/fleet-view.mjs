@@ -1,0 +1,183 @@
+// What one view of the fleet costs (SPEC 17, 18), beside the job without it:
+// - triggers asked of a replica without the lease: from the call to the run's start on the holder, on Redis and
+//   PostgreSQL (two Nest applications in this process, each with its own connection, `leaseMs` 10 s);
+// - run history kept in memory: the heap of 10,000 jobs that keep 100 runs each, and what recording costs a run,
+//   against `history: false`.
+// The store's round trips and CPU per job-second with history on and off come from the fleet harness:
+// `node bench/fleet.mjs --jobs 2000 --replicas 4 --history off`.
+//
+//   npm run build && node --expose-gc bench/fleet-view.mjs      (writes bench/results/fleet-view.json)
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import {
+  Periodic,
+  PeriodicModule,
+  PeriodicRegistry,
+  PeriodicScheduler,
+  PostgresCoordinator,
+  RedisCoordinator,
+} from '../dist/esm/index.js';
+
+const TRIGGERS = Number(process.env.TRIGGERS ?? 20);
+const results = { date: new Date().toISOString(), node: process.version, triggers: {}, history: {} };
+
+for (const store of ['redis', 'postgres']) results.triggers[store] = await triggers(store);
+results.history = await memory();
+writeFileSync(
+  join(import.meta.dirname, 'results', 'fleet-view.json'),
+  `${JSON.stringify(results, null, 2)}\n`,
+);
+console.log(JSON.stringify(results, null, 2));
+
+/**
+ * Two replicas of an application whose exclusive job runs every hour (no timer run comes in the bench); from the
+ * replica without the lease, TRIGGERS triggers one after the other, each after a random pause of up to a second:
+ * the time from the call to the run's start, in ms (one process, one clock).
+ */
+async function triggers(store) {
+  const server = store === 'redis' ? await redisServer() : undefined;
+  const table = `bench_view_${process.pid}_${Date.now()}`;
+  const starts = [];
+  const connections = [];
+  const apps = [];
+  for (const replica of ['a', 'b']) {
+    let coordinator;
+    if (store === 'redis') {
+      const client = new Redis(server.url).on('error', () => undefined);
+      connections.push(() => client.quit());
+      coordinator = new RedisCoordinator({ client, keyPrefix: 'view:' });
+    } else {
+      const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+      const pool = new pg.Pool({ connectionString: url, max: 2 }).on('error', () => undefined);
+      connections.push(() => pool.end());
+      coordinator = new PostgresCoordinator({ pool, table });
+    }
+    class Report {
+      send() {
+        starts.push(performance.now());
+      }
+    }
+    Periodic({ every: 3_600_000, exclusive: true, name: 'report' })(
+      Report.prototype,
+      'send',
+      Object.getOwnPropertyDescriptor(Report.prototype, 'send'),
+    );
+    Injectable()(Report);
+    class AppModule {}
+    Module({
+      imports: [PeriodicModule.forRoot({ coordinator, replica, logger: false })],
+      providers: [Report],
+    })(AppModule);
+    apps.push(await NestFactory.createApplicationContext(AppModule, { logger: ['error'] }));
+  }
+  const registries = apps.map((app) => app.get(PeriodicRegistry));
+  // Once the spread has settled: the first replica takes the lease alone, the second may take it over.
+  await sleep(12_000);
+  const other = registries.find((registry) => registry.status('report').lease?.held === false);
+  const latencies = [];
+  let noHolder = 0;
+  for (let i = 0; i < TRIGGERS; i++) {
+    await sleep(Math.random() * 1000);
+    const asked = performance.now();
+    const result = await other.trigger('report', { by: 'bench' });
+    if (!result.ok) noHolder++;
+    else latencies.push(starts.at(-1) - asked);
+  }
+  for (const app of apps) await app.close();
+  for (const close of connections) await close();
+  if (store === 'postgres') {
+    const pool = new pg.Pool({
+      connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    });
+    const tables = ['', '_members', '_audit', '_runs', '_summary', '_trigger'].map(
+      (suffix) => `"${table}${suffix}"`,
+    );
+    await pool.query(`DROP TABLE IF EXISTS ${tables.join(', ')}`);
+    await pool.end();
+  }
+  server?.stop();
+  latencies.sort((a, b) => a - b);
+  return {
+    leaseMs: 10_000,
+    triggers: TRIGGERS,
+    notRun: noHolder,
+    p50Ms: Math.round(latencies[Math.floor(latencies.length / 2)]),
+    maxMs: Math.round(latencies.at(-1)),
+  };
+}
+
+/**
+ * 10,000 jobs that are not exclusive, each ticked 100 times by hand: the heap they keep with the history on
+ * (100 records each) and off, after a full garbage collection, and the time a tick and its run take each way.
+ */
+async function memory() {
+  const measure = async (history) => {
+    globalThis.gc?.();
+    const before = process.memoryUsage().heapUsed;
+    const jobs = Array.from({ length: 10_000 }, (_, i) => {
+      const scheduler = new PeriodicScheduler(
+        { name: `job-${i}`, every: 60_000, mode: 'manual', run: () => undefined },
+        undefined,
+        { history },
+      );
+      scheduler.start();
+      return scheduler;
+    });
+    const started = performance.now();
+    for (let round = 0; round < 100; round++) for (const job of jobs) await job.tick();
+    const elapsed = performance.now() - started;
+    globalThis.gc?.();
+    const heap = process.memoryUsage().heapUsed - before;
+    for (const job of jobs) await job.stop();
+    return { heapMB: Math.round(heap / 1e5) / 10, nsPerTick: Math.round((elapsed * 1e6) / 1e6) };
+  };
+  const off = await measure(false);
+  const on = await measure({ keep: 100, errors: 'message' });
+  return {
+    jobs: 10_000,
+    keep: 100,
+    on,
+    off,
+    bytesPerRecord: Math.round(((on.heapMB - off.heapMB) * 1e6) / 1e6),
+    nsPerRecord: on.nsPerTick - off.nsPerTick,
+    gc: typeof globalThis.gc === 'function',
+  };
+}
+
+/** A redis-server of the bench's own, on a free port, without persistence. */
+async function redisServer() {
+  const port = await new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port: free } = probe.address();
+      probe.close(() => resolve(free));
+    });
+  });
+  const child = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  const url = `redis://127.0.0.1:${port}`;
+  for (let tries = 0; ; tries++) {
+    const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null }).on(
+      'error',
+      () => undefined,
+    );
+    try {
+      await probe.connect();
+      await probe.quit();
+      break;
+    } catch (error) {
+      probe.disconnect();
+      if (tries > 100) throw error;
+      await sleep(50);
+    }
+  }
+  return { url, stop: () => child.kill('SIGKILL') };
+}

@@ -1,0 +1,77 @@
+// What the fleet knows of a job (SPEC 17): read from the store by any replica, or, for what the store could not
+// answer, what this replica knows.
+import type { PeriodicFleetRead, PeriodicOperation, PeriodicRunEntry, StoreLog } from './coordinator-port.js';
+import { type PeriodicRunRecord, runRecord } from './history.js';
+
+/** An exclusive job as the fleet sees it: `registry.fleetStatus(name)`. */
+export interface PeriodicFleetStatus {
+  name: string;
+  /** Who runs the job now. */
+  holder: { replica: string; fencingToken: number; until: Date } | null;
+  paused: { by: string | null; note: string | null; at: Date } | null;
+  /** The last slot the fleet handled (its run started, or its guard said no). */
+  lastSlot: Date | null;
+  nextSlot: Date | null;
+  lastRun: PeriodicRunRecord | null;
+  lastSucceededAt: Date | null;
+  /** Across the fleet, whichever replica ran them. */
+  consecutiveFailures: number;
+  /** The store, as this replica sees it. */
+  store: { reachable: boolean; since: Date; lastError: string | null };
+}
+
+/** What this replica knows of a job, for what the store does not tell. */
+export interface LocalView {
+  name: string;
+  holder: { replica: string; fencingToken: number; until: number } | null;
+  pause: PeriodicOperation | null;
+  lastRun: PeriodicRunEntry | null;
+  lastSucceededAt: number | null;
+  consecutiveFailures: number;
+}
+
+/** The replica that holds a lease, from its session (`<replica>/<id>`). */
+export function replicaOf(owner: string): string {
+  const slash = owner.lastIndexOf('/');
+  return slash < 0 ? owner : owner.slice(0, slash);
+}
+
+const dateOf = (ms: number | null): Date | null => (ms === null || ms === 0 ? null : new Date(ms));
+
+/**
+ * A job's fleet status: from the store's `read`, or from `local` when the store did not answer (`read`
+ * undefined: the fields only the store knows are null), with the store's reachability as `log` saw it.
+ */
+export function fleetStatusOf(
+  local: LocalView,
+  read: PeriodicFleetRead | undefined,
+  log: StoreLog | undefined,
+): PeriodicFleetStatus {
+  const holder =
+    read === undefined
+      ? local.holder
+      : read.holder && { ...read.holder, replica: replicaOf(read.holder.owner) };
+  const pause = read === undefined ? local.pause : read.pause;
+  const lastRun = read === undefined ? local.lastRun : read.lastRun;
+  return {
+    name: local.name,
+    holder: holder && {
+      replica: holder.replica,
+      fencingToken: holder.fencingToken,
+      until: new Date(holder.until),
+    },
+    paused: pause && { by: pause.by, note: pause.note, at: new Date(pause.at) },
+    lastSlot: dateOf(read?.schedule?.last ?? null),
+    nextSlot: dateOf(read?.schedule?.next ?? null),
+    lastRun: lastRun === null ? null : runRecord(lastRun),
+    lastSucceededAt: dateOf(read === undefined ? local.lastSucceededAt : read.lastSucceededAt),
+    consecutiveFailures: read === undefined ? local.consecutiveFailures : read.consecutiveFailures,
+    store:
+      log === undefined
+        ? { reachable: true, since: new Date(START), lastError: null }
+        : { reachable: log.reachable, since: new Date(log.since), lastError: log.lastError },
+  };
+}
+
+/** When this process loaded the package: since when a job without a store has had none to reach. */
+const START = Date.now();

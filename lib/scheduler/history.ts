@@ -1,0 +1,180 @@
+// Run history (SPEC 18): a record of every run, when it starts and when it ends. An exclusive job's records are
+// the fleet's, kept by its coordinator; every other job keeps the latest in this process's memory.
+import type { PeriodicRunEntry } from './coordinator-port.js';
+import { describeValue, isError } from './errors.js';
+import type { JobExitReason } from './events.js';
+import { checkedOptions, type OptionRule } from './rules.js';
+
+/** A run of a job, as `history()` reads it. */
+export interface PeriodicRunRecord {
+  name: string;
+  /** The run's number in the replica that ran it (1, 2, 3 … per process). */
+  jobId: number;
+  /** The replica that ran it. */
+  replica: string;
+  fencingToken: number | null;
+  /** The slot it ran for; null for a trigger or a manual tick. */
+  slot: Date | null;
+  origin: 'schedule' | 'trigger' | 'manual' | 'retry' | 'recovery';
+  /** 1 for the first run of a slot. */
+  attempt: number;
+  startedAt: Date;
+  /** Null while the run is in flight. */
+  finishedAt: Date | null;
+  reason: JobExitReason | null;
+  durationMs: number | null;
+  /** What the run threw: its message cut to 300 characters, or '' with `history: { errors: 'name' }`. */
+  error: { name: string; message: string } | null;
+}
+
+/** The module's `history` option: how many runs each job keeps, and how much of an error. */
+export interface PeriodicHistoryOptions {
+  /** The runs kept per job (and the entries of its audit trail), 1 to 10,000. @default 100 */
+  keep?: number;
+  /** `'name'` keeps only the class name of a run's error, for errors that may carry secrets. @default 'message' */
+  errors?: 'message' | 'name';
+}
+
+/** The history option resolved: false records nothing. */
+export type HistorySettings = Required<PeriodicHistoryOptions> | false;
+
+export const HISTORY_DEFAULTS: Required<PeriodicHistoryOptions> = { keep: 100, errors: 'message' };
+
+/** The longest error message a record keeps. */
+const MESSAGE = 300;
+
+const HISTORY_RULES = {
+  keep: {
+    accepts: (value) => Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= 10_000,
+    expected: 'an integer from 1 to 10000',
+  },
+  errors: {
+    accepts: (value) => value === 'message' || value === 'name',
+    expected: "'message' or 'name'",
+    choices: ['message', 'name'],
+  },
+} satisfies Record<keyof PeriodicHistoryOptions, OptionRule>;
+
+/** The rule of the module's `history` option. */
+export const HISTORY_RULE: OptionRule = {
+  accepts: (value) => value === false || (typeof value === 'object' && value !== null),
+  expected: "false, or an object such as { keep: 100, errors: 'message' }",
+};
+
+/** The `history` option checked, with its defaults. */
+export function historySettings(
+  where: string,
+  given: PeriodicHistoryOptions | false | undefined,
+): HistorySettings {
+  if (given === false) return false;
+  const checked = checkedOptions(`${where}: "history"`, given ?? {}, HISTORY_RULES, '{ keep: 100 }');
+  return { ...HISTORY_DEFAULTS, ...(checked as PeriodicHistoryOptions) };
+}
+
+/** The `limit` and `before` of `history()`: 1 to the runs kept (default 50), and a valid Date. */
+export function historyQuery(
+  name: string,
+  options: { limit?: number; before?: Date } | undefined,
+  keep: number,
+): { limit: number; before: number | null } {
+  const given = checkedOptions(
+    `history() of job "${name}"`,
+    options ?? {},
+    {
+      limit: {
+        accepts: (value) =>
+          Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= keep,
+        expected: `an integer from 1 to ${keep} (history.keep)`,
+      },
+      before: {
+        accepts: (value) => value instanceof Date && !Number.isNaN(value.getTime()),
+        expected: 'a valid Date',
+      },
+    },
+    '{ limit: 50, before: new Date() }',
+  ) as { limit?: number; before?: Date };
+  return { limit: given.limit ?? Math.min(50, keep), before: given.before?.getTime() ?? null };
+}
+
+/** What a record keeps of a run's error. */
+export function errorOf(error: unknown, errors: 'message' | 'name'): { name: string; message: string } {
+  // What a job throws may be anything, with getters that throw themselves.
+  const text = (read: () => unknown, otherwise: string) => {
+    try {
+      const value = read();
+      return typeof value === 'string' ? value : otherwise;
+    } catch {
+      return otherwise;
+    }
+  };
+  const thrown = isError(error);
+  const name = thrown ? text(() => error.name, 'Error') : typeof error;
+  if (errors === 'name') return { name, message: '' };
+  const message = thrown ? text(() => error.message, '') : describeValue(error);
+  return { name, message: message.length > MESSAGE ? message.slice(0, MESSAGE) : message };
+}
+
+/** Ends a record: the run ended with `reason` after `durationMs`. */
+export function finish(
+  entry: PeriodicRunEntry,
+  reason: JobExitReason,
+  durationMs: number,
+  error: PeriodicRunEntry['error'],
+): void {
+  entry.finishedAt = entry.startedAt + Math.round(durationMs);
+  entry.reason = reason;
+  entry.durationMs = durationMs;
+  entry.error = error;
+}
+
+/** A record as `history()` returns it. */
+export function runRecord(entry: PeriodicRunEntry): PeriodicRunRecord {
+  const { name, jobId, replica, fencingToken, slot, origin, attempt, startedAt, finishedAt } = entry;
+  return {
+    name,
+    jobId,
+    replica,
+    fencingToken,
+    slot: slot === null ? null : new Date(slot),
+    origin,
+    attempt,
+    startedAt: new Date(startedAt),
+    finishedAt: finishedAt === null ? null : new Date(finishedAt),
+    reason: entry.reason,
+    durationMs: entry.durationMs,
+    error: entry.error === null ? null : { ...entry.error },
+  };
+}
+
+/** The records newest first by start, those started before `before` (if given), the first `limit`. */
+export function newestFirst(
+  entries: PeriodicRunEntry[],
+  limit: number,
+  before: number | null,
+): PeriodicRunEntry[] {
+  return entries
+    .filter((entry) => before === null || entry.startedAt < before)
+    .sort((a, b) => b.startedAt - a.startedAt || b.jobId - a.jobId)
+    .slice(0, limit);
+}
+
+/** The history of a job that is not the fleet's: the latest `keep` runs in a ring, in start order. */
+export class LocalHistory {
+  readonly #ring: PeriodicRunEntry[] = [];
+  /** Once the ring is full: where the next record goes, over the oldest. */
+  #next = 0;
+
+  constructor(private readonly keep: number) {}
+
+  record(entry: PeriodicRunEntry): void {
+    if (this.#ring.length < this.keep) this.#ring.push(entry);
+    else {
+      this.#ring[this.#next] = entry;
+      this.#next = (this.#next + 1) % this.keep;
+    }
+  }
+
+  read(limit: number, before: number | null): PeriodicRunEntry[] {
+    return newestFirst(this.#ring, limit, before);
+  }
+}

@@ -1,0 +1,197 @@
+// One view and one control of the fleet (SPEC 17, 18) on real stores: two replicas, Nest applications with their
+// own connection each (through a proxy, to hang one), share an exclusive job. Either reads the same fleet
+// status, history and audit trail; a trigger asked of the one without the lease runs once, on the holder; a
+// store that stops answering is reported within leaseMs / 3, not waited for.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Injectable } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import {
+  Periodic,
+  type PeriodicContext,
+  type PeriodicCoordinator,
+  PeriodicModule,
+  PostgresCoordinator,
+  RedisCoordinator,
+} from '../../lib/index.js';
+import { type TestApp, useApps } from '../nest/helpers.js';
+import {
+  DATABASE_URL,
+  describeWithPostgres,
+  dropTable,
+  postgresPool,
+  uniqueTable,
+} from '../postgres/postgres.js';
+import { TcpProxy } from '../proxy.js';
+import { describeWithRedis, dropKeys, REDIS_URL, redisClient, uniquePrefix } from '../redis/redis.js';
+
+const LEASE_MS = 1500;
+
+/** A store of the test: a coordinator per replica, each on its own connection through `proxy`. */
+interface Store {
+  coordinator(proxy: TcpProxy): PeriodicCoordinator;
+  target: { host: string; port: number };
+  cleanUp(): Promise<void>;
+}
+
+function redisStore(): Store {
+  const prefix = uniquePrefix();
+  const clients: Redis[] = [];
+  const url = new URL(REDIS_URL);
+  return {
+    target: { host: url.hostname, port: Number(url.port || 6379) },
+    coordinator: (proxy) => {
+      const client = new Redis({ host: '127.0.0.1', port: proxy.port, maxRetriesPerRequest: 1 });
+      client.on('error', () => undefined);
+      clients.push(client);
+      return new RedisCoordinator({ client, keyPrefix: prefix, leaseMs: LEASE_MS });
+    },
+    cleanUp: async () => {
+      for (const client of clients) client.disconnect();
+      const redis = redisClient();
+      await dropKeys(redis, prefix);
+      await redis.quit();
+    },
+  };
+}
+
+function postgresStore(): Store {
+  const table = uniqueTable();
+  const pools: pg.Pool[] = [];
+  const url = new URL(DATABASE_URL);
+  return {
+    target: { host: url.hostname, port: Number(url.port || 5432) },
+    coordinator: (proxy) => {
+      const through = new URL(DATABASE_URL);
+      through.hostname = '127.0.0.1';
+      through.port = String(proxy.port);
+      const pool = new pg.Pool({ connectionString: through.href, connectionTimeoutMillis: 1000 });
+      pool.on('error', () => undefined);
+      pools.push(pool);
+      return new PostgresCoordinator({ pool, table, leaseMs: LEASE_MS });
+    },
+    cleanUp: async () => {
+      for (const pool of pools) await Promise.race([pool.end().catch(() => undefined), sleep(1000)]);
+      const pool = postgresPool();
+      await dropTable(pool, table);
+      await pool.end();
+    },
+  };
+}
+
+const stores: [string, () => Store, (name: string, tests: () => void) => void][] = [
+  ['Redis', redisStore, await describeWithRedis()],
+  ['PostgreSQL', postgresStore, await describeWithPostgres()],
+];
+
+/** Polls `check` until it returns a value other than undefined, for at most `ms`. */
+async function until<T>(check: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const end = performance.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (performance.now() > end) throw new Error(`not within ${ms} ms`);
+    await sleep(50);
+  }
+}
+
+describe.each(stores)('on %s', (_, makeStore, describeStore) => {
+  describeStore('two replicas of one application', () => {
+    const createApp = useApps();
+    let store: Store;
+    const proxies: TcpProxy[] = [];
+    afterEach(async () => {
+      for (const proxy of proxies.splice(0)) await proxy.refuse();
+      await store?.cleanUp();
+    });
+
+    /** Replicas "a" and "b", each recording the runs it starts; resolves once one holds the lease. */
+    async function twoReplicas() {
+      store = makeStore();
+      const started: Record<string, number[]> = { a: [], b: [] };
+      const replicas: { name: string; app: TestApp; proxy: TcpProxy }[] = [];
+      for (const name of ['a', 'b']) {
+        @Injectable()
+        class Reports {
+          @Periodic({ every: 1000, exclusive: true, name: 'report' })
+          send({ jobId }: PeriodicContext): void {
+            started[name].push(jobId);
+          }
+        }
+        const proxy = await TcpProxy.start(store.target);
+        proxies.push(proxy);
+        const coordinator = store.coordinator(proxy);
+        const app = await createApp({
+          imports: [PeriodicModule.forRoot({ coordinator, replica: name, logger: false })],
+          providers: [Reports],
+        });
+        replicas.push({ name, app, proxy });
+      }
+      // The first replica takes the lease alone; the spread may give it to the second, within a heartbeat.
+      await sleep(LEASE_MS);
+      const holder = await until(async () =>
+        replicas.find(({ app }) => app.registry.status('report').lease?.held === true),
+      );
+      const other = replicas.find((replica) => replica !== holder)!;
+      return { holder, other, started };
+    }
+
+    it('a trigger asked of the replica without the lease runs once, on the holder; status, history and audit are the same on both', async () => {
+      const { holder, other, started } = await twoReplicas();
+      const result = await other.app.registry.trigger('report', { by: 'alice' });
+      expect(result).toEqual({ ok: true, jobId: expect.any(Number), replica: holder.name });
+      const { jobId } = result as { jobId: number };
+      expect(started[holder.name]).toContain(jobId);
+      expect(started[other.name]).toEqual([]);
+
+      const history = await until(async () => {
+        const runs = await other.app.registry.history('report', { limit: 10 });
+        const ended = (origin: string) =>
+          runs.some((run) => run.origin === origin && run.reason === 'normal');
+        return ended('trigger') && ended('schedule') ? runs : undefined;
+      });
+      expect(history.filter((run) => run.origin === 'trigger')).toMatchObject([
+        { jobId, replica: holder.name, slot: null, attempt: 1, reason: 'normal', error: null },
+      ]);
+      expect(history.every((run) => run.replica === holder.name)).toBe(true);
+      const audit = await other.app.registry.audit('report');
+      expect(audit).toMatchObject([{ action: 'trigger', by: 'alice', replica: other.name }]);
+      expect(await holder.app.registry.audit('report')).toEqual(audit);
+
+      const [seenByHolder, seenByOther] = await Promise.all(
+        [holder, other].map(({ app }) => app.registry.fleetStatus('report')),
+      );
+      for (const seen of [seenByHolder, seenByOther]) {
+        expect(seen).toMatchObject({
+          name: 'report',
+          holder: {
+            replica: holder.name,
+            fencingToken: holder.app.registry.status('report').lease!.fencingToken,
+          },
+          paused: null,
+          consecutiveFailures: 0,
+          store: { reachable: true, lastError: null },
+        });
+        expect(seen.lastSucceededAt).not.toBeNull();
+        expect(seen.nextSlot!.getTime()).toBeGreaterThan(seen.lastSlot!.getTime());
+      }
+      expect((await other.app.registry.fleetStatusAll()).map((status) => status.holder?.replica)).toEqual([
+        holder.name,
+      ]);
+    });
+
+    it('a replica whose store hangs says so within leaseMs / 3; the other takes the job over', async () => {
+      const { holder, other } = await twoReplicas();
+      holder.proxy.hang();
+      const asked = performance.now();
+      const status = await holder.app.registry.fleetStatus('report');
+      expect(performance.now() - asked).toBeLessThan(LEASE_MS);
+      expect(status.store).toMatchObject({ reachable: false, lastError: expect.stringMatching(/no answer/) });
+      expect(status.lastSlot).toBeNull();
+      await until(async () => (other.app.registry.status('report').lease?.held === true ? true : undefined));
+      const seen = await other.app.registry.fleetStatus('report');
+      expect(seen).toMatchObject({ holder: { replica: other.name }, store: { reachable: true } });
+    });
+  });
+});

@@ -1,0 +1,233 @@
+// One view of the fleet (SPEC 17, 18): an exclusive job's history and fleet status are read from the store, the
+// same on every replica; a trigger asked of a replica without the lease runs once, on the holder; a store that
+// does not answer is reported, not waited for. A job that is not exclusive keeps its history in memory.
+import { describe, expect, it, jest } from '@jest/globals';
+import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
+import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
+import type { PeriodicContext } from '../../lib/scheduler/run.js';
+import { advance, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
+
+useFakeTimers();
+
+const LEASE_MS = 3000;
+
+/** A store that can be made to hang: its steps then never answer. */
+class Store extends InMemoryCoordinator {
+  hung = false;
+
+  constructor() {
+    super({ leaseMs: LEASE_MS });
+  }
+
+  override async readFleet(...args: Parameters<InMemoryCoordinator['readFleet']>) {
+    if (this.hung) await new Promise(() => undefined);
+    return super.readFleet(...args);
+  }
+}
+
+/** Two replicas of `store` with the job "job" every 1000 ms whose runs `run` decides, keeping 5 runs: holder first. */
+function fleet(store: Store, run: (context: PeriodicContext) => unknown = () => undefined) {
+  return twoReplicas(store, { every: 1000, run }, { keep: 5, errors: 'message' });
+}
+
+describe("an exclusive job's history and status are the fleet's", () => {
+  it('every replica reads the same history, newest first, the latest `keep`, with what each run threw', async () => {
+    let runs = 0;
+    const store = new Store();
+    const [holder, other] = fleet(store, () => {
+      runs++;
+      if (runs % 2 === 0) throw new TypeError(`run ${runs} failed: ${'x'.repeat(400)}`);
+    });
+    await advance(7500);
+    expect(runs).toBe(7);
+    const history = await other.scheduler.history();
+    expect(await holder.scheduler.history()).toEqual(history);
+    expect(history.map((run) => run.jobId)).toEqual([7, 6, 5, 4, 3]);
+    expect(history[1]).toMatchObject({
+      name: 'job',
+      replica: holder.name,
+      origin: 'schedule',
+      attempt: 1,
+      reason: 'error',
+      error: { name: 'TypeError' },
+    });
+    expect(history[1].error!.message).toHaveLength(300);
+    expect(history[1].fencingToken).toBeGreaterThan(0);
+    expect(history[1].slot!.getTime() % 1000).toBe(history[0].slot!.getTime() % 1000);
+    expect(history[0].finishedAt!.getTime()).toBeGreaterThanOrEqual(history[0].startedAt.getTime());
+    expect(await other.scheduler.history({ limit: 2, before: history[1].startedAt })).toEqual(
+      history.slice(2, 4),
+    );
+    await expect(other.scheduler.history({ limit: 6 })).rejects.toThrow(
+      /"limit".*from 1 to 5 \(history.keep\)/,
+    );
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+
+  it('a run in flight is in the history, its end null, until it ends', async () => {
+    const store = new Store();
+    let finish = () => undefined as void;
+    const [holder, other] = fleet(store, () => new Promise<void>((resolve) => (finish = resolve)));
+    await advance(1100);
+    const [running] = await other.scheduler.history();
+    expect(running).toMatchObject({
+      jobId: 1,
+      finishedAt: null,
+      reason: null,
+      durationMs: null,
+      error: null,
+    });
+    finish();
+    await advance(100);
+    const [ended] = await other.scheduler.history();
+    expect(ended).toMatchObject({ jobId: 1, reason: 'normal' });
+    expect(ended.durationMs).toBeGreaterThanOrEqual(0);
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+
+  it('fleet status is the same on every replica: holder, pause, slots, last run, failures across the fleet', async () => {
+    let fail = true;
+    const store = new Store();
+    const [holder, other] = fleet(store, () => {
+      if (fail) throw new Error('down');
+    });
+    await advance(3500);
+    await other.scheduler.pause({ by: 'alice', note: 'the API is down' });
+    const seen = await other.scheduler.fleetStatus();
+    expect(await holder.scheduler.fleetStatus()).toEqual(seen);
+    expect(seen).toMatchObject({
+      name: 'job',
+      holder: { replica: holder.name },
+      paused: { by: 'alice', note: 'the API is down' },
+      consecutiveFailures: 3,
+      lastSucceededAt: null,
+      lastRun: { jobId: 3, reason: 'error', replica: holder.name },
+      store: { reachable: true, lastError: null },
+    });
+    expect(seen.holder!.fencingToken).toBe(holder.scheduler.status().lease!.fencingToken);
+    expect(seen.holder!.until.getTime()).toBeGreaterThan(Date.now());
+    expect(seen.lastSlot!.getTime()).toBe(seen.lastRun!.slot!.getTime());
+    expect(seen.nextSlot!.getTime()).toBe(seen.lastSlot!.getTime() + 1000);
+    fail = false;
+    await other.scheduler.resume();
+    await advance(1000);
+    const resumed = await other.scheduler.fleetStatus();
+    expect(resumed).toMatchObject({ paused: null, consecutiveFailures: 0 });
+    expect(resumed.lastSucceededAt!.getTime()).toBe(resumed.lastRun!.finishedAt!.getTime());
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+
+  it('a store that does not answer: fleet status resolves within leaseMs / 3 with what this replica knows', async () => {
+    const store = new Store();
+    const [holder, other] = fleet(store);
+    await advance(1500);
+    store.hung = true;
+    const asked = Date.now();
+    const reading = holder.scheduler.fleetStatus();
+    await advance(LEASE_MS / 3);
+    const status = await reading;
+    expect(Date.now() - asked).toBeLessThanOrEqual(LEASE_MS / 3 + 10);
+    expect(status).toMatchObject({
+      holder: { replica: holder.name },
+      lastSlot: null,
+      nextSlot: null,
+      store: { reachable: false, lastError: expect.stringMatching(/no answer/) },
+    });
+    expect(holder.scheduler.status().lease).toEqual({
+      held: true,
+      fencingToken: expect.any(Number),
+      unreachable: { since: expect.any(Date), lastError: expect.stringMatching(/no answer/) },
+    });
+    store.hung = false;
+    await advance(LEASE_MS / 3);
+    expect((await other.scheduler.fleetStatus()).store.reachable).toBe(true);
+    expect(holder.scheduler.status().lease).toEqual({ held: true, fencingToken: expect.any(Number) });
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+});
+
+describe('a trigger from any replica', () => {
+  it('asked of the replica without the lease, it runs once, on the holder, and resolves its jobId and replica', async () => {
+    const store = new Store();
+    const [holder, other] = fleet(store);
+    await advance(1500);
+    const triggering = other.scheduler.trigger({ by: 'alice' });
+    await advance(LEASE_MS / 3 + 200);
+    const result = await triggering;
+    expect(result).toEqual({ ok: true, jobId: expect.any(Number), replica: holder.name });
+    expect(other.log.of('started')).toEqual([]);
+    const runs = await other.scheduler.history({ limit: 5 });
+    expect(runs.filter((run) => run.origin === 'trigger')).toMatchObject([
+      { jobId: (result as { jobId: number }).jobId, slot: null, replica: holder.name },
+    ]);
+    expect(await holder.scheduler.audit()).toMatchObject([
+      { action: 'trigger', by: 'alice', replica: other.name },
+    ]);
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+
+  it("resolves the holder's answer when it starts nothing, and noHolder when no replica holds the lease", async () => {
+    const store = new Store();
+    const [holder, other] = fleet(store);
+    await advance(1500);
+    await holder.scheduler.pause();
+    const paused = other.scheduler.trigger();
+    await advance(LEASE_MS);
+    expect(await paused).toEqual({ ok: false, error: 'paused' });
+    await holder.scheduler.resume();
+    await holder.scheduler.stop();
+    await advance(100);
+    const alone = other.scheduler.trigger();
+    // The other replica takes the lease at its next heartbeat: within leaseMs, the trigger runs there.
+    await advance(2 * LEASE_MS);
+    expect(await alone).toMatchObject({ ok: true, replica: other.name });
+    await other.scheduler.stop();
+  });
+
+  it('resolves noHolder after leaseMs when nobody takes it, and never runs it later', async () => {
+    const store = new Store();
+    const [holder, other] = fleet(store);
+    await advance(1500);
+    // Heartbeats fail: the holder loses its lease, nobody takes it, nor the trigger.
+    const heartbeat = jest.spyOn(store, 'heartbeat').mockRejectedValue(new Error('connection reset'));
+    const triggering = other.scheduler.trigger();
+    await advance(LEASE_MS + 500);
+    expect(await triggering).toEqual({ ok: false, error: 'noHolder' });
+    heartbeat.mockRestore();
+    const carried = [jest.spyOn(holder.scheduler, 'carry'), jest.spyOn(other.scheduler, 'carry')];
+    const started = holder.log.of('started').length + other.log.of('started').length;
+    await advance(3 * LEASE_MS);
+    expect(carried.flatMap((spy) => spy.mock.calls)).toEqual([]);
+    expect(holder.log.of('started').length + other.log.of('started').length).toBeGreaterThan(started);
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+});
+
+describe('a job that is not the fleet’s', () => {
+  it('keeps its history in memory: the latest `keep`, a run in flight included; none with history: false', async () => {
+    const { scheduler } = startScheduler({ every: 100 });
+    await jest.advanceTimersByTimeAsync(12_050);
+    const history = await scheduler.history({ limit: 100 });
+    expect(history).toHaveLength(100);
+    expect(history[0]).toMatchObject({
+      jobId: 120,
+      origin: 'schedule',
+      attempt: 1,
+      reason: 'normal',
+      fencingToken: null,
+    });
+    expect(history.at(-1)!.jobId).toBe(21);
+    await expect(scheduler.history({ limit: 101 })).rejects.toThrow(/"limit".*from 1 to 100/);
+    const status = await scheduler.fleetStatus();
+    expect(status).toMatchObject({ holder: null, lastRun: { jobId: 120 }, store: { reachable: true } });
+    await scheduler.stop();
+
+    const quiet = new PeriodicScheduler({ name: 'quiet', every: 100, run: () => undefined }, undefined, {
+      history: false,
+    });
+    quiet.start();
+    await jest.advanceTimersByTimeAsync(1050);
+    expect(await quiet.history()).toEqual([]);
+    await quiet.stop();
+  });
+});
