@@ -356,7 +356,8 @@ return taken`;
 /**
  * KEYS: the hash, then per job its lease key and its history list; ARGV: the job names. Per job: the lease's
  * holder (empty if none), its time to live in ms, the fields token, last, next, grid, pause, ok and fails of the
- * hash (empty when missing), and the 8 newest records of its history as one string, one per line; first of all,
+ * hash (empty when missing), and the newest record of its history (the list is in the order runs started: a
+ * record is pushed when its run starts, or ends in the turn it started, and replaced in place); first of all,
  * Redis's clock in ms.
  */
 const READ_FLEET = `local time = redis.call('TIME')
@@ -368,7 +369,7 @@ for i = 1, #ARGV do
   local fields = redis.call('HMGET', KEYS[1], 'token:' .. name, 'last:' .. name, 'next:' .. name, 'grid:' .. name,
     'pause:' .. name, 'ok:' .. name, 'fails:' .. name)
   for j = 1, 7 do reply[#reply + 1] = fields[j] or '' end
-  reply[#reply + 1] = table.concat(redis.call('LRANGE', KEYS[2 * i + 1], 0, 7), '\\n')
+  reply[#reply + 1] = redis.call('LINDEX', KEYS[2 * i + 1], 0) or ''
 end
 return reply`;
 
@@ -710,12 +711,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
     }
     const clock = integerReply('readFleet', reply[0]);
     return names.map((name, i) => {
-      const [owner, ttl, token, last, next, grid, pause, ok, fails, runs] = reply
+      const [owner, ttl, token, last, next, grid, pause, ok, fails, newest] = reply
         .slice(1 + i * 10, 11 + i * 10)
         .map((value: unknown) => (typeof value === 'number' ? value : String(value)));
       const text = (value: string | number) => String(value);
       const held = owner !== '' && Number(ttl) > 0 && token !== '';
-      const recorded = text(runs) === '' ? [] : text(runs).split('\n').map(runOf);
       return {
         name,
         holder: held
@@ -734,10 +734,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
                 last: integerReply('readFleet', last),
                 next: integerReply('readFleet', next),
               },
-        lastRun: recorded.reduce<PeriodicRunEntry | null>(
-          (latest, run) => (latest === null || run.startedAt > latest.startedAt ? run : latest),
-          null,
-        ),
+        lastRun: newest === '' ? null : runOf(text(newest)),
         lastSucceededAt: ok === '' ? null : integerReply('readFleet', ok),
         consecutiveFailures: fails === '' ? 0 : integerReply('readFleet', fails),
       };

@@ -99,9 +99,6 @@ export class Lease {
   }
 }
 
-/** How long a run's record waits at most for a step of writes to go with (ms). */
-export const RECORD_DELAY = 50;
-
 /** How many leases a heartbeat takes at most; the next heartbeat takes more. */
 export const ACQUIRE_PER_HEARTBEAT = 1000;
 
@@ -159,14 +156,13 @@ export class Replica {
   /** Leases of stopped jobs to give up, with this turn's others. */
   private releases: { held: PeriodicLeaseHeld | undefined; done: () => void }[] = [];
   /**
-   * Records of runs not sent yet: they go with the next step of writes, or {@link RECORD_DELAY} after the first
-   * came; a run that ends before its start was sent is sent once, ended.
+   * Records of runs not sent yet: those of one turn of the event loop go together at its end, with the step of
+   * writes of that turn if there is one; a run that ends in the turn it started is sent once, ended.
    */
   private runs = new Set<PeriodicRunEntry>();
   private keep = 0;
   /** The records sent, until the store has answered them all. */
   private recording = Promise.resolve();
-  private readonly recordTimer = new DeadlineTimer({ onDeadline: () => void this.flushRuns() });
 
   /**
    * @param store the coordinator, and where its failures are reported.
@@ -225,19 +221,18 @@ export class Replica {
   }
 
   /**
-   * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job: with the next step
-   * of writes, or within {@link RECORD_DELAY}. Never delays a run; a record the store does not take is lost
-   * (and reported).
+   * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job, at the end of this
+   * turn of the event loop: before anything that learns of the run (an event, a resolved promise) can read the
+   * history. Never delays a run; a record the store does not take is lost (and reported).
    */
   record(entry: PeriodicRunEntry, keep: number): void {
     this.keep = keep;
-    if (this.runs.size === 0) this.recordTimer.armAt(now() + RECORD_DELAY);
+    if (this.runs.size === 0) queueMicrotask(() => void this.flushRuns());
     this.runs.add(entry);
   }
 
   /** @internal Sends the records not sent yet; resolves once the store has answered (a failure was reported). */
   flushRuns(): Promise<void> {
-    this.recordTimer.cancel();
     if (this.runs.size === 0) return this.recording;
     // Copies: a run in flight goes on changing its own.
     const runs = Array.from(this.runs, (entry) => ({ ...entry }));

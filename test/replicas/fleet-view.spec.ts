@@ -181,6 +181,18 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       ]);
     });
 
+    it('a run is in the history read by the other replica within a round trip of its finished event', async () => {
+      const { holder, other } = await twoReplicas();
+      for (let i = 0; i < 3; i++) {
+        const { jobId } = await holder.app.events.once('finished');
+        const latest = await until(async () => {
+          const [run] = await other.app.registry.history('report', { limit: 1 });
+          return run?.jobId === jobId ? run : undefined;
+        }, 1000);
+        expect(latest).toMatchObject({ jobId, replica: holder.name, reason: 'normal' });
+      }
+    });
+
     it('a replica whose store hangs says so within leaseMs / 3; the other takes the job over', async () => {
       const { holder, other } = await twoReplicas();
       holder.proxy.hang();
