@@ -3,12 +3,13 @@
 //   PostgreSQL (two Nest applications in this process, each with its own connection, `leaseMs` 10 s);
 // - run history kept in memory: the heap of 10,000 jobs that keep 100 runs each, and what recording costs a run,
 //   against `history: false`.
-// The store's round trips and CPU per job-second with history on and off come from the fleet harness:
-// `node bench/fleet.mjs --jobs 2000 --replicas 4 --history off`.
+// - the store's round trips per replica per second and CPU per job-second with history on and off, through the
+//   fleet harness (bench/fleet.mjs): 1,000 jobs every second in one replica, on Redis and PostgreSQL, and 2,000
+//   across four replicas on Redis.
 //
 //   npm run build && node --expose-gc bench/fleet-view.mjs      (writes bench/results/fleet-view.json)
 import 'reflect-metadata';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -31,6 +32,14 @@ const results = { date: new Date().toISOString(), node: process.version, trigger
 
 for (const store of ['redis', 'postgres']) results.triggers[store] = await triggers(store);
 results.history = await memory();
+results.recording = [];
+for (const [store, jobs, replicas] of [
+  ['redis', 1000, 1],
+  ['postgres', 1000, 1],
+  ['redis', 2000, 4],
+]) {
+  for (const history of ['on', 'off']) results.recording.push(fleet({ store, jobs, replicas, history }));
+}
 writeFileSync(
   join(import.meta.dirname, 'results', 'fleet-view.json'),
   `${JSON.stringify(results, null, 2)}\n`,
@@ -85,7 +94,8 @@ async function triggers(store) {
   const latencies = [];
   let noHolder = 0;
   for (let i = 0; i < TRIGGERS; i++) {
-    await sleep(Math.random() * 1000);
+    // Anywhere in the holder's heartbeat period (leaseMs / 3), which carries the trigger.
+    await sleep(Math.random() * 3400);
     const asked = performance.now();
     const result = await other.trigger('report', { by: 'bench' });
     if (!result.ok) noHolder++;
@@ -112,6 +122,35 @@ async function triggers(store) {
     p50Ms: Math.round(latencies[Math.floor(latencies.length / 2)]),
     maxMs: Math.round(latencies.at(-1)),
   };
+}
+
+/** A scenario of the fleet harness, its figures as it prints them. */
+function fleet({ store, jobs, replicas, history }) {
+  const args = [
+    '--store',
+    store,
+    '--jobs',
+    jobs,
+    '--replicas',
+    replicas,
+    '--every',
+    1000,
+    '--history',
+    history,
+  ];
+  const { stdout } = spawnSync(
+    process.execPath,
+    [join(import.meta.dirname, 'fleet.mjs'), ...args.map(String)],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const result = JSON.parse(stdout.slice(stdout.lastIndexOf('{\n  "store"')));
+  const keys = ['store', 'jobs', 'replicas', 'history', 'roundTripsPerReplicaS', 'storeCpuUsPerJobSecond'];
+  return Object.fromEntries(
+    [...keys, 'commandsPerJobSecond', 'slotsRan', 'slotsTwice'].map((key) => [key, result[key]]),
+  );
 }
 
 /**

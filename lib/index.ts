@@ -28,9 +28,11 @@ export {
 } from './coordinators/postgres.js';
 export type {
   DelayMode,
+  Delivery,
   JobShutdown,
   OverlapPolicy,
   PeriodicOptions,
+  PeriodicRetry,
   PeriodicSchedulerOptions,
   ResolvedPeriodicOptions,
   SchedulerMode,

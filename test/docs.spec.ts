@@ -178,11 +178,13 @@ describe('the code blocks of the documentation', () => {
 });
 
 const withPostgres = await describeWithPostgres();
-withPostgres('the SQL block of the documentation', () => {
+withPostgres('the SQL blocks of the documentation', () => {
   const postgres = usePostgres();
+  const sqlOf = (document: string) =>
+    blocks.filter((block) => block.language === 'sql' && block.document === document);
 
-  it('creates the table the PostgreSQL coordinator uses', async () => {
-    const sql = blocks.filter((block) => block.language === 'sql');
+  it('create the tables the PostgreSQL coordinator uses', async () => {
+    const sql = sqlOf('docs/replicas.md');
     expect(sql).toHaveLength(1);
     const table = postgres.table();
     // The tables (leases, members, audit trails, run histories and their summaries) under the test's own name.
@@ -202,6 +204,20 @@ withPostgres('the SQL block of the documentation', () => {
     );
     expect(await coordinator.readSchedule('job')).toEqual({ grid: 'g', last: 1, next: 2 });
     expect(await coordinator.release('job', 'replica-a')).toBe(true);
+  });
+
+  it('make a job that runs at least once idempotent: a slot written again, a write of an older holding refused', async () => {
+    const [sql] = sqlOf('docs/failures.md');
+    const table = postgres.table();
+    const [create, upsert] = sql.code.replaceAll('nightly_report', `"${table}"`).split(';\n\n');
+    const pool = postgres.pool();
+    await pool.query(create);
+    const write = (token: number, body: object) => pool.query(upsert, ['2026-12-01T03:00:00Z', token, body]);
+    await write(7, { run: 1 });
+    await write(9, { run: 2 });
+    await write(8, { run: 'late, from an older holding' });
+    const { rows } = await pool.query(`SELECT fencing_token, body FROM "${table}"`);
+    expect(rows).toEqual([{ fencing_token: '9', body: { run: 2 } }]);
   });
 });
 

@@ -18,6 +18,7 @@ const EVENT_TYPES = [
   'stoppedPrevious',
   'nextTick',
   'missed',
+  'retrying',
   'guardFailed',
   'leaseAcquired',
   'leaseLost',

@@ -21,6 +21,7 @@ export type PeriodicLogKind =
   | 'skipped'
   | 'stoppedPrevious'
   | 'missed'
+  | 'retrying'
   | 'guardFailed'
   | 'leaseAcquired'
   | 'operated';
@@ -40,6 +41,7 @@ export const DEFAULT_LOG_LEVELS: Readonly<Required<PeriodicLoggerLevels>> = {
   skipped: 'debug',
   stoppedPrevious: 'warn',
   missed: 'warn',
+  retrying: 'warn',
   guardFailed: 'error',
   leaseAcquired: 'log',
   operated: 'log',
@@ -70,6 +72,7 @@ const SOURCES: Record<PeriodicLogKind, readonly PeriodicEventType[]> = {
   skipped: ['skipped'],
   stoppedPrevious: ['stoppedPrevious'],
   missed: ['missed'],
+  retrying: ['retrying'],
   guardFailed: ['guardFailed'],
   leaseAcquired: ['leaseAcquired'],
   operated: ['operated'],
@@ -154,6 +157,11 @@ export function eventLogger(
           return line('stoppedPrevious', `stopped previous run ${event.name}#${event.jobId}`);
         case 'missed':
           return line('missed', `${event.name} missed ${event.count} tick${event.count === 1 ? '' : 's'}`);
+        case 'retrying':
+          return line(
+            'retrying',
+            `job ${event.name}#${event.jobId} will run again in ${event.inMs}ms (attempt ${event.attempt})`,
+          );
         case 'guardFailed':
           return failure('guardFailed', `guard of ${event.name} failed`, event.error);
         case 'leaseAcquired':

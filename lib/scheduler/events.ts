@@ -25,6 +25,8 @@ export type PeriodicEvent =
   /** `in` is the nominal delay: `initialDelay` for the first tick, `every` after. */
   | { type: 'nextTick'; name: string; in: number; at?: number }
   | { type: 'missed'; name: string; count: number }
+  /** Run `jobId` failed and runs again as `attempt` in `inMs` ms (`retry`); `error` is what it threw. */
+  | { type: 'retrying'; name: string; jobId: number; attempt: number; inMs: number; error: unknown }
   | { type: 'guardFailed'; name: string; error: unknown }
   | { type: 'leaseAcquired'; name: string; fencingToken: number }
   | { type: 'leaseLost'; name: string; reason: string }

@@ -44,6 +44,33 @@ export interface PeriodicOptions<Host extends object = object> {
   mode?: SchedulerMode;
   /** At most one replica of the application runs this job at a time; needs a coordinator. @default false */
   exclusive?: boolean;
+  /**
+   * A run that ends `'error'` or `'timeout'` runs again for the same slot, up to `attempts` more times, the n-th
+   * retry after `min(max, initial · factor^(n−1))` ms, ±10%. @default no retry
+   */
+  retry?: PeriodicRetry;
+  /**
+   * Exclusive jobs: `'atLeastOnce'` runs a slot whose run did not end by itself (its holder died, shut down or
+   * lost the lease) again on the next holder. @default 'atMostOnce'
+   */
+  delivery?: Delivery;
+}
+
+/** Whether a slot interrupted with its holder is run again by the next (`'atLeastOnce'`) or not. */
+export type Delivery = 'atMostOnce' | 'atLeastOnce';
+
+/** The `retry` option of a job. */
+export interface PeriodicRetry {
+  /** How many times a failed run is run again, an integer ≥ 0. */
+  attempts: number;
+  /** The waits before the retries: `initial` and `max` integer ms ≥ 1 (`max ≥ initial`), `factor` ≥ 1. */
+  backoff?: { initial?: number; factor?: number; max?: number };
+}
+
+/** A job's `retry`, with every default filled in. */
+export interface ResolvedRetry {
+  readonly attempts: number;
+  readonly backoff: { readonly initial: number; readonly factor: number; readonly max: number };
 }
 
 /** What a {@link PeriodicScheduler} is built from: the job's options, its name and the function it runs. */
@@ -75,6 +102,8 @@ export interface ResolvedPeriodicOptions {
   readonly jobShutdown: JobShutdown;
   readonly mode: SchedulerMode;
   readonly exclusive: boolean;
+  readonly retry: ResolvedRetry;
+  readonly delivery: Delivery;
 }
 
 /**
@@ -209,7 +238,58 @@ export const JOB_OPTIONS = {
       "at most one replica runs the job at a time; needs the module's `coordinator` ([replicas](docs/replicas.md))",
     example: { every: 60_000, exclusive: true },
   },
+  retry: {
+    accepts: (v) => retryProblem(v) === undefined,
+    expected:
+      '{ attempts, backoff?: { initial, factor, max } }: attempts an integer ≥ 0, initial and max integer ' +
+      'milliseconds ≥ 1 with max ≥ initial, factor a number ≥ 1',
+    valid: '`{ attempts, backoff?: { initial, factor, max } }`',
+    default: 'no retry',
+    meaning:
+      "a run that ends `'error'` or `'timeout'` runs again for its slot, up to `attempts` times, after `initial · factor^(n−1)` ms (at most `max`, ±10%; defaults 1000, 2, 60000) ([failures](docs/failures.md))",
+    example: { every: 60_000, retry: { attempts: 2, backoff: { initial: 500, factor: 3, max: 10_000 } } },
+  },
+  delivery: {
+    ...oneOf('atMostOnce', 'atLeastOnce'),
+    valid: "`'atMostOnce'`, `'atLeastOnce'`",
+    default: "`'atMostOnce'`",
+    meaning:
+      'exclusive jobs: `atLeastOnce` runs a slot whose holder died or lost its lease mid-run again on the next holder ([failures](docs/failures.md))',
+    example: { every: 60_000, exclusive: true, delivery: 'atLeastOnce' },
+  },
 } satisfies Record<keyof PeriodicOptions, JobOption>;
+
+/** The backoff of a retry when the job does not set it. */
+const BACKOFF = { initial: 1000, factor: 2, max: 60_000 };
+
+/** What is wrong with a `retry` option, if anything. */
+function retryProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not an object';
+  const { attempts, backoff, ...rest } = value as { attempts?: unknown; backoff?: unknown };
+  if (Object.keys(rest).length > 0) return 'unknown keys';
+  if (!Number.isSafeInteger(attempts) || (attempts as number) < 0) return 'attempts';
+  if (backoff === undefined) return undefined;
+  if (typeof backoff !== 'object' || backoff === null || Array.isArray(backoff)) return 'backoff';
+  const {
+    initial = BACKOFF.initial,
+    factor = BACKOFF.factor,
+    max = BACKOFF.max,
+    ...others
+  } = backoff as {
+    initial?: unknown;
+    factor?: unknown;
+    max?: unknown;
+  };
+  if (Object.keys(others).length > 0) return 'unknown keys';
+  if (!isMilliseconds(initial, 1) || !isMilliseconds(max, 1)) return 'ms';
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) return 'factor';
+  return (max as number) < (initial as number) ? 'max' : undefined;
+}
+
+/** A job's `retry`, checked already, with its defaults. */
+function resolveRetry(retry: PeriodicRetry | undefined): ResolvedRetry {
+  return { attempts: retry?.attempts ?? 0, backoff: { ...BACKOFF, ...retry?.backoff } };
+}
 
 /** The options of `@Periodic()`, `PeriodicRegistry.add()` and the module's `jobs`, in the table's order. */
 export const JOB_OPTION_NAMES = Object.keys(JOB_OPTIONS) as (keyof PeriodicOptions)[];
@@ -309,7 +389,17 @@ export function resolveOptions(
     jobShutdown: given.jobShutdown ?? 5000,
     mode: given.mode ?? 'auto',
     exclusive: given.exclusive ?? false,
+    retry: resolveRetry(given.retry),
+    delivery: given.delivery ?? 'atMostOnce',
   };
+  if (options.delivery === 'atLeastOnce' && !options.exclusive) {
+    calendar?.release();
+    throw new PeriodicConfigError(
+      `${where}: "delivery" 'atLeastOnce' applies to exclusive jobs only: a slot is run again by the next holder ` +
+        "of the job's lease; add exclusive: true, or remove delivery (a job that is not exclusive runs in every " +
+        'replica, each slot in each)',
+    );
+  }
   return { options, calendar };
 }
 

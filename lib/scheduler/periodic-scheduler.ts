@@ -86,6 +86,9 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => new DeadlineTimer({ onDeadline: () => resolve() }).armAt(now() + ms));
 }
 
+/** What a run that did not end by itself ended with, if it ended at all: its slot is recovered (`atLeastOnce`). */
+const INTERRUPTED: ReadonlySet<JobExitReason> = new Set(['shutdown', 'killed', 'leaseLost']);
+
 /** How many entries of its audit trail a job looks through for the pause it is under. */
 const AUDIT_SCAN = 10;
 
@@ -105,6 +108,12 @@ interface Pending {
   /** Jitter: the tick waiting for its delay, and the timer of that delay. */
   jittered: Run | undefined;
   jitter: DeadlineTimer | undefined;
+}
+
+/** A retry waiting for its delay: the run that failed, and the timer of the wait. */
+interface PendingRetry {
+  readonly failed: Run;
+  readonly timer: DeadlineTimer;
 }
 
 /** A sink as the scheduler calls it. */
@@ -179,6 +188,8 @@ export class PeriodicScheduler {
   #slot = 0;
   /** What ticks wait for, made when one first waits for its jitter, its guard or its claim: most jobs never do. */
   #pending: Pending | undefined;
+  /** Retries waiting for their delay (`retry`), each of the slot of a run that failed. */
+  #retries: Set<PendingRetry> | undefined;
   /** Exclusive jobs: this replica's part in the fleet's schedule, and the lease it must hold to start a run. */
   readonly #fleet: FleetSlots | undefined;
   /** Once `stop()` was called: what it resolves, and what resolves it when the last run has ended. */
@@ -237,6 +248,17 @@ export class PeriodicScheduler {
     this.#sink = typeof events === 'function' ? { emit: events } : events;
     if (coordinator !== undefined && resolved.exclusive) {
       const lease = new Lease(replica ?? new Replica(new StoreLog(coordinator)), resolved.name, this);
+      if (resolved.delivery === 'atLeastOnce' && (history === false || !lease.replica.calls.recorded)) {
+        throw refused(
+          new PeriodicConfigError(
+            `${where}: "delivery" 'atLeastOnce' needs the fleet's run history, which tells a slot whose run ` +
+              'ended from one its holder did not finish: ' +
+              (history === false
+                ? 'the history is off (history: false); turn it on'
+                : 'the coordinator keeps none (it has no recordRuns, readHistory, readFleet); use one that does'),
+          ),
+        );
+      }
       this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
     this.#replica = replica?.name ?? replicaName ?? defaultReplicaName();
@@ -425,15 +447,19 @@ export class PeriodicScheduler {
   #startRun(tick: Run): Run | undefined {
     if (this.#phase !== 'ticking') return undefined;
     let replacesGridRun = false;
-    if (this.#runs !== undefined && this.options.onOverlap !== 'run') {
+    // A retry waiting for its delay is its slot's work still going on.
+    const retries = this.#retries;
+    if ((this.#runs !== undefined || retries?.size) && this.options.onOverlap !== 'run') {
       const running = this.#inFlight();
       if (this.options.onOverlap === 'ignore') {
         this.#recorded().skipped++;
         if (this.#wants('skipped')) {
-          this.#emit({ type: 'skipped', name: this.name, stillRunning: running[0].jobId });
+          const stillRunning = running[0]?.jobId ?? retries!.values().next().value!.failed.jobId;
+          this.#emit({ type: 'skipped', name: this.name, stillRunning });
         }
         return this.#endWithoutRun(tick);
       }
+      this.#cancelRetries();
       for (const previous of running) {
         replacesGridRun ||= previous.armsNext;
         previous.stop('stopPrevious');
@@ -503,6 +529,7 @@ export class PeriodicScheduler {
     const lasted = now() - run.startedAt;
     const durationMs = Math.round(lasted * 1000) / 1000;
     const record = this.#recorded();
+    const retry = this.#retryAfter(run, reason);
     record[reason]++;
     record.lastReason = reason;
     record.lastEndedAt = run.startedWall + lasted;
@@ -511,7 +538,8 @@ export class PeriodicScheduler {
     if (reason === 'normal') {
       record.lastSucceededAt = record.lastEndedAt;
       record.consecutiveFailures = 0;
-    } else if (FAILED_RUNS.has(reason)) {
+    } else if (FAILED_RUNS.has(reason) && retry === undefined) {
+      // A slot that fails counts once, when its last attempt has.
       record.consecutiveFailures++;
     }
     const entry = run.record;
@@ -523,7 +551,14 @@ export class PeriodicScheduler {
     }
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
-    if (this.options.delayMode === 'shifted' && this.#phase === 'ticking' && !run.replaced && run.armsNext) {
+    // (A retry arms it in its turn.)
+    if (
+      this.options.delayMode === 'shifted' &&
+      this.#phase === 'ticking' &&
+      !run.replaced &&
+      run.armsNext &&
+      retry === undefined
+    ) {
       this.#armNext(this.options.every);
     }
     const { waiter } = run;
@@ -533,7 +568,112 @@ export class PeriodicScheduler {
       if (listening) this.#emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
       waiter?.(outcome);
     }
+    if (retry !== undefined) this.#retryIn(run, retry, error);
     if (this.#runs === undefined) this.#stopping?.drained?.();
+  }
+
+  // ---- Retries, and slots recovered ----
+
+  /**
+   * `delivery: 'atLeastOnce'`: this replica just took the lease (with `fencingToken`); if the fleet's last slot
+   * was run by an earlier holding and its run did not end by itself (no end recorded, or `'shutdown'`,
+   * `'killed'`, `'leaseLost'`), it runs again now, as the slot's next attempt: at most `retry.attempts + 1`
+   * starts per slot, and at least one recovery.
+   */
+  async #recover(fencingToken: number, stored: PeriodicFleetSchedule | null): Promise<void> {
+    const calls = this.#recordsTo!.calls;
+    const [latest] = await calls.readHistory(this.name, 1, null).catch(() => []);
+    if (latest === undefined || stored === null || latest.slot === null || latest.slot !== stored.last)
+      return;
+    const interrupted = latest.reason === null || INTERRUPTED.has(latest.reason);
+    const starts = Math.max(2, this.options.retry.attempts + 1);
+    if (!interrupted || (latest.fencingToken ?? 0) >= fencingToken || latest.attempt >= starts) return;
+    // The lease may have gone again meanwhile, or the job stopped.
+    if (this.#fleet!.lease.fencingToken !== fencingToken || !this.#retrying()) return;
+    const retry = { attempt: latest.attempt + 1, armsNext: false, of: 'timer' as const };
+    this.#startRun(
+      new Run(this, now() - (Date.now() - latest.slot), latest.slot, 'recovery', undefined, retry),
+    );
+  }
+
+  // ---- Retries ----
+
+  /**
+   * How long the slot of `run`, which ended with `reason`, waits before it runs again, or undefined when it does
+   * not: it ended `'error'` or `'timeout'`, it has attempts left, and the job still ticks, unpaused, with its
+   * lease held.
+   */
+  #retryAfter(run: Run, reason: JobExitReason): number | undefined {
+    const { attempts, backoff } = this.options.retry;
+    if ((reason !== 'error' && reason !== 'timeout') || run.attempt > attempts || !this.#retrying()) {
+      return undefined;
+    }
+    const wait = Math.min(backoff.max, backoff.initial * backoff.factor ** (run.attempt - 1));
+    return Math.round(wait * (0.9 + 0.2 * Math.random()));
+  }
+
+  /** Whether a slot may run again now: the job ticks, is not paused, and holds its lease if it is exclusive. */
+  #retrying(): boolean {
+    return (
+      this.#phase === 'ticking' && !this.#paused && !this.#fleetPaused && this.#fleet?.lease.held !== false
+    );
+  }
+
+  /** The slot of `failed` runs again in `inMs` ms: reported (`retrying`), and waited for. */
+  #retryIn(failed: Run, inMs: number, error: unknown): void {
+    const attempt = failed.attempt + 1;
+    if (this.#wants('retrying')) {
+      this.#emit({ type: 'retrying', name: this.name, jobId: failed.jobId, attempt, inMs, error });
+    }
+    // A listener may have stopped the job.
+    if (!this.#retrying()) return this.#slotFailed(failed);
+    const pending: PendingRetry = {
+      failed,
+      timer: new DeadlineTimer({ onDeadline: () => this.#retryDue(pending) }),
+    };
+    (this.#retries ??= new Set()).add(pending);
+    pending.timer.armAt(now() + inMs);
+  }
+
+  /** A retry's wait is over: the slot runs again, as the overlap policy lets it. */
+  #retryDue(pending: PendingRetry): void {
+    this.#retries!.delete(pending);
+    const { failed } = pending;
+    if (!this.#retrying()) return this.#slotFailed(failed);
+    const retry = {
+      attempt: failed.attempt + 1,
+      armsNext: failed.armsNext && !failed.replaced,
+      of: failed.slotOrigin,
+    };
+    const run = new Run(this, failed.scheduledAt, failed.slot, 'retry', undefined, retry);
+    if (this.#startRun(run) === undefined) this.#slotFailed(failed, false);
+  }
+
+  /** Cancels the retries waiting: their slots have failed (a stop, a pause, a lost lease, `stopPrevious`). */
+  #cancelRetries(): void {
+    const retries = this.#retries;
+    if (retries === undefined || retries.size === 0) return;
+    for (const pending of retries) pending.timer.cancel();
+    const cancelled = [...retries];
+    retries.clear();
+    for (const { failed } of cancelled) this.#slotFailed(failed);
+  }
+
+  /**
+   * The slot of `failed` has failed for good: counted once; in shifted mode, the next tick comes `every` from
+   * now (unless the tick that started nothing armed it already: `arm` false).
+   */
+  #slotFailed(failed: Run, arm = true): void {
+    this.#recorded().consecutiveFailures++;
+    if (
+      arm &&
+      failed.armsNext &&
+      !failed.replaced &&
+      this.options.delayMode === 'shifted' &&
+      this.#phase === 'ticking'
+    ) {
+      this.#armNext(this.options.every);
+    }
   }
 
   /**
@@ -622,6 +762,7 @@ export class PeriodicScheduler {
     if (this.#wants('leaseAcquired')) this.#emit({ type: 'leaseAcquired', name: this.name, fencingToken });
     if (this.options.mode !== 'auto' || this.#phase !== 'ticking') return;
     const wallNow = Date.now();
+    if (this.options.delivery === 'atLeastOnce') void this.#recover(fencingToken, stored);
     const next = this.#fleet!.takeOver(stored, this.#slot, wallNow);
     if (next === undefined) return;
     // The next tick is the fleet's; one that has passed is ticked at once, and reports its own next tick then.
@@ -651,6 +792,7 @@ export class PeriodicScheduler {
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
   leaseLost(reason: string): void {
     if (this.#wants('leaseLost')) this.#emit({ type: 'leaseLost', name: this.name, reason });
+    this.#cancelRetries();
     for (const run of this.#inFlight()) run.stop('leaseLost');
   }
 
@@ -702,6 +844,7 @@ export class PeriodicScheduler {
       this.#calendar.release();
     }
     this.#pending?.jitter?.cancel();
+    this.#cancelRetries();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
     this.#fleet?.lease.retire();
   }
@@ -830,6 +973,7 @@ export class PeriodicScheduler {
    */
   async pause(options?: PeriodicOperationOptions): Promise<void> {
     const asked = operation(this.name, 'pause', options, this.#replica);
+    this.#cancelRetries();
     if (this.#store === undefined) {
       this.#paused = true;
       return this.#keep(asked);
@@ -929,9 +1073,9 @@ export class PeriodicScheduler {
       jobId: run.jobId,
       replica: this.#replica,
       fencingToken: run.fencingToken ?? null,
-      slot: run.origin === 'timer' ? run.slot : null,
+      slot: run.slotOrigin === 'timer' ? run.slot : null,
       origin: run.origin === 'timer' ? 'schedule' : run.origin,
-      attempt: 1,
+      attempt: run.attempt,
       startedAt: run.startedWall,
       finishedAt: null,
       reason: null,
@@ -1058,7 +1202,7 @@ export class PeriodicScheduler {
     if (pending !== undefined && (pending.guard || pending.claim) && now() - pending.since > 2 * interval) {
       return true;
     }
-    if (this.options.delayMode === 'shifted' && this.running > 0) return false;
+    if (this.options.delayMode === 'shifted' && (this.running > 0 || this.#retries?.size)) return false;
     const lateness = this.#calendar === undefined ? now() - this.deadline : Date.now() - this.#slot;
     return lateness > 2 * interval;
   }

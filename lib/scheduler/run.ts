@@ -20,6 +20,8 @@ export interface PeriodicContext {
   readonly scheduledDate: Date;
   /** Exclusive jobs only: grows with every new lease holder, so a resource can refuse a stale one. */
   readonly fencingToken?: number;
+  /** 1 for the first run of a slot; 2, 3 … for its retries (`retry`). */
+  readonly attempt: number;
 }
 
 /** What `tick()` resolves: the run it started, or why none started. */
@@ -36,8 +38,11 @@ export type SyncTickResult =
 /** How a run ended: `error` is present when it threw or rejected. */
 export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
 
-/** Where a tick comes from: its timer, `tick()`/`syncTick()` in manual mode, or `trigger()` in auto mode. */
-export type TickOrigin = 'timer' | 'manual' | 'trigger';
+/**
+ * Where a tick comes from: its timer, `tick()`/`syncTick()` in manual mode, `trigger()` in auto mode, the retry
+ * of a run that failed, or the recovery of a slot whose holder did not finish it (`delivery: 'atLeastOnce'`).
+ */
+export type TickOrigin = 'timer' | 'manual' | 'trigger' | 'retry' | 'recovery';
 
 /** What a tick of a job carries, from its deadline until it has started its run or ended without one. */
 export interface Tick {
@@ -76,6 +81,8 @@ export interface PeriodicRunTrace {
   readonly jobId: number;
   readonly scheduledAt: number;
   readonly fencingToken: number | undefined;
+  /** A retry's attempt: 2, 3 … (the first run of a slot has none). */
+  readonly attempt?: number;
   exitReason?: JobExitReason;
   result?: unknown;
   error?: unknown;
@@ -141,6 +148,8 @@ export class Run implements Tick, PeriodicContext {
   #trace: PeriodicRunTrace | undefined;
   /** The run's record in its job's history, if the job keeps one. */
   #record: PeriodicRunEntry | undefined = undefined;
+  readonly #attempt: number;
+  readonly #slotOrigin: TickOrigin;
 
   constructor(
     owner: RunOwner,
@@ -148,6 +157,11 @@ export class Run implements Tick, PeriodicContext {
     slot: number,
     origin: TickOrigin,
     waiter?: Tick['waiter'],
+    /**
+     * A retry: its attempt, whether its end arms the next tick (as the first attempt's would have), and where
+     * the slot's first attempt came from.
+     */
+    retry?: { attempt: number; armsNext: boolean; of: TickOrigin },
   ) {
     this.name = owner.options.name;
     this.scheduledAt = scheduledAt;
@@ -155,8 +169,20 @@ export class Run implements Tick, PeriodicContext {
     this.#slot = slot;
     this.#origin = origin;
     this.#waiter = waiter;
+    this.#attempt = retry?.attempt ?? 1;
+    this.#slotOrigin = retry?.of ?? origin;
     // A triggered run is off the grid: its end arms no tick.
-    if (origin !== 'trigger') this.#flags = ARMS_NEXT;
+    if (retry === undefined ? origin !== 'trigger' : retry.armsNext) this.#flags = ARMS_NEXT;
+  }
+
+  /** 1 for the first run of a slot; 2, 3 … for its retries. */
+  get attempt(): number {
+    return this.#attempt;
+  }
+
+  /** @internal Where the slot's first attempt came from: a retry's, or the run's own origin. */
+  get slotOrigin(): TickOrigin {
+    return this.#slotOrigin;
   }
 
   get slot(): number {
@@ -297,8 +323,9 @@ export class Run implements Tick, PeriodicContext {
   }
 
   #startTrace(): PeriodicRunTrace {
-    const { name, jobId, scheduledAt, fencingToken } = this;
-    return (this.#trace = { name, jobId, scheduledAt, fencingToken });
+    const { name, jobId, scheduledAt, fencingToken, attempt } = this;
+    const trace = { name, jobId, scheduledAt, fencingToken };
+    return (this.#trace = attempt === 1 ? trace : { ...trace, attempt });
   }
 
   #endTrace(trace: PeriodicRunTrace, reason: JobExitReason, failed: boolean, value: unknown): void {

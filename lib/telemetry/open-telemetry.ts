@@ -113,12 +113,14 @@ export class RunTelemetry {
 
   /** Calls the job inside the span of its run; without one if OpenTelemetry fails to make it. */
   run(context: PeriodicContext, job: (context: PeriodicContext) => unknown): unknown {
-    const { name, jobId, fencingToken } = context;
+    const { name, jobId, fencingToken, attempt } = context;
     const { context: contexts, trace } = this.api;
     let active: Context;
     try {
       const attributes: Attributes = { 'periodic.job.name': name, 'periodic.job.id': jobId };
       if (fencingToken !== undefined) attributes['periodic.fencing_token'] = fencingToken;
+      // A retry is a span of its own, which says its attempt.
+      if (attempt > 1) attributes['periodic.attempt'] = attempt;
       const span = this.tracer.startSpan(`periodic ${name}`, { attributes });
       let runs = this.spans.get(name);
       if (runs === undefined) this.spans.set(name, (runs = new Map()));

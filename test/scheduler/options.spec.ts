@@ -37,6 +37,8 @@ describe('defaults', () => {
       jobShutdown: 5000,
       mode: 'auto',
       exclusive: false,
+      retry: { attempts: 0, backoff: { initial: 1000, factor: 2, max: 60_000 } },
+      delivery: 'atMostOnce',
     });
   });
 
@@ -164,7 +166,7 @@ describe('unknown keys are refused', () => {
     expect(errorOf({ every: 10, onOverlapp: 'ignore' }).message).toBe(
       'job "job": unknown option "onOverlapp"; did you mean "onOverlap"? The options are: every, cron, ' +
         'timezone, jitter, name, initialDelay, delayMode, when, onOverlap, timeout, jobShutdown, mode, exclusive, ' +
-        'run, coordinator.',
+        'retry, delivery, run, coordinator.',
     );
   });
 

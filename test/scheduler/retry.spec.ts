@@ -1,0 +1,369 @@
+// Retries (SPEC 19): a run that ends 'error' or 'timeout' runs again as the same slot, after a backoff, up to
+// `attempts` more times; a slot that fails after its last attempt counts once; a pending retry is the slot's work
+// for the overlap policy, and stop, pause and a lost lease cancel it.
+import { describe, expect, it, jest } from '@jest/globals';
+import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
+import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
+import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
+import type { PeriodicContext } from '../../lib/scheduler/run.js';
+import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import { Replica } from '../../lib/scheduler/replica.js';
+import { advance, EventLog, flush, startScheduler, useFakeTimers } from './helpers.js';
+
+useFakeTimers();
+
+const fails = (times: number) => {
+  let calls = 0;
+  return (context: PeriodicContext) => {
+    calls++;
+    if (calls <= times) throw new Error(`attempt ${context.attempt} failed`);
+  };
+};
+
+describe('retries', () => {
+  it('run again as the same slot after initial · factor^(n−1) ms ±10%, with ctx.attempt; the slot ends on success', async () => {
+    const contexts: { attempt: number; slot: number; jobId: number }[] = [];
+    const failing = fails(2);
+    const { scheduler, log } = startScheduler({
+      every: 60_000,
+      retry: { attempts: 3, backoff: { initial: 1000, factor: 2, max: 30_000 } },
+      run: (context) => {
+        contexts.push({
+          attempt: context.attempt,
+          slot: context.scheduledDate.getTime(),
+          jobId: context.jobId,
+        });
+        failing(context);
+      },
+    });
+    await advance(60_000);
+    const [first] = log.of('retrying');
+    expect(first).toMatchObject({
+      type: 'retrying',
+      name: 'job',
+      jobId: 1,
+      attempt: 2,
+      error: expect.any(Error),
+    });
+    expect(first.inMs).toBeGreaterThanOrEqual(900);
+    expect(first.inMs).toBeLessThanOrEqual(1100);
+    await advance(first.inMs);
+    const second = log.of('retrying')[1];
+    expect(second).toMatchObject({ jobId: 2, attempt: 3 });
+    expect(second.inMs).toBeGreaterThanOrEqual(1800);
+    expect(second.inMs).toBeLessThanOrEqual(2200);
+    await advance(second.inMs);
+    expect(contexts.map(({ attempt, jobId }) => [jobId, attempt])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
+    expect(new Set(contexts.map(({ slot }) => slot)).size).toBe(1);
+    expect(log.types().filter((type) => type !== 'nextTick')).toEqual([
+      'started',
+      'finished',
+      'retrying',
+      'started',
+      'finished',
+      'retrying',
+      'started',
+      'finished',
+    ]);
+    expect(scheduler.status()).toMatchObject({
+      consecutiveFailures: 0,
+      counts: { started: 3, error: 2, normal: 1 },
+    });
+    const history = await scheduler.history();
+    expect(history.map(({ origin, attempt, reason }) => [origin, attempt, reason])).toEqual([
+      ['retry', 3, 'normal'],
+      ['retry', 2, 'error'],
+      ['schedule', 1, 'error'],
+    ]);
+    expect(new Set(history.map(({ slot }) => slot?.getTime())).size).toBe(1);
+    await scheduler.stop();
+  });
+
+  it("a slot that fails after its last attempt counts once; 'timeout' retries, 'shutdown' does not", async () => {
+    const { scheduler, log } = startScheduler({
+      every: 60_000,
+      timeout: 100,
+      jobShutdown: 'brutalKill',
+      retry: { attempts: 2, backoff: { initial: 10, factor: 1, max: 10 } },
+      run: () => new Promise(() => undefined),
+    });
+    await advance(60_000 + 100 + 11 + 100 + 11 + 100);
+    expect(log.of('finished').map((event) => event.reason)).toEqual(['timeout', 'timeout', 'timeout']);
+    expect(log.of('retrying')).toHaveLength(2);
+    expect(scheduler.status()).toMatchObject({ consecutiveFailures: 1, counts: { started: 3, timeout: 3 } });
+    await advance(60_000 + 400);
+    expect(scheduler.status().consecutiveFailures).toBe(2);
+    // A run stopped by the shutdown is not retried: the third slot's first run is in flight at 180,022 ms.
+    await advance(59_300);
+    expect(scheduler.running).toBe(1);
+    await scheduler.stop();
+    expect(log.of('finished').at(-1)?.reason).toBe('killed');
+    expect(log.of('retrying')).toHaveLength(4);
+  });
+
+  it('the wait is capped at max', async () => {
+    const { scheduler, log } = startScheduler({
+      every: 600_000,
+      retry: { attempts: 4, backoff: { initial: 1000, factor: 10, max: 5000 } },
+      run: fails(10),
+    });
+    await advance(600_000);
+    for (let i = 0; i < 4; i++) await advance(log.of('retrying').at(-1)!.inMs);
+    const waits = log.of('retrying').map((event) => event.inMs);
+    expect(waits).toHaveLength(4);
+    expect(waits.slice(1).every((wait) => wait >= 4500 && wait <= 5500)).toBe(true);
+    await scheduler.stop();
+  });
+
+  it("with 'ignore', a tick that comes while a retry waits is skipped: the slot's work still runs", async () => {
+    const { scheduler, log } = startScheduler({
+      every: 1000,
+      onOverlap: 'ignore',
+      retry: { attempts: 1, backoff: { initial: 1500, factor: 1, max: 1500 } },
+      run: fails(1),
+    });
+    await advance(1000);
+    expect(log.of('retrying')).toHaveLength(1);
+    await advance(1000);
+    expect(log.of('skipped')).toEqual([{ type: 'skipped', name: 'job', stillRunning: 1 }]);
+    await advance(700);
+    expect(log.of('started').map((event) => event.jobId)).toEqual([1, 2]);
+    await scheduler.stop();
+  });
+
+  it("with 'stopPrevious', a tick cancels the retry that waits; the slot counts as failed", async () => {
+    const { scheduler, log } = startScheduler({
+      every: 1000,
+      onOverlap: 'stopPrevious',
+      retry: { attempts: 1, backoff: { initial: 1500, factor: 1, max: 1500 } },
+      run: fails(100),
+    });
+    await advance(2000);
+    expect(log.of('started')).toHaveLength(2);
+    expect(scheduler.status().consecutiveFailures).toBe(1);
+    await advance(1000);
+    // Each slot's retry is cancelled by the next slot before its wait is over: no retry ever starts.
+    expect(log.of('started').map((event) => event.jobId)).toEqual([1, 2, 3]);
+    expect(scheduler.status()).toMatchObject({ consecutiveFailures: 2, counts: { started: 3, error: 3 } });
+    await scheduler.stop();
+  });
+
+  it("with 'run', the next slot runs beside a retry that waits", async () => {
+    const { scheduler, log } = startScheduler({
+      every: 1000,
+      retry: { attempts: 1, backoff: { initial: 1500, factor: 1, max: 1500 } },
+      run: fails(1),
+    });
+    await advance(2700);
+    expect(log.of('started').map((event) => event.jobId)).toEqual([1, 2, 3]);
+    expect(log.of('skipped')).toEqual([]);
+    await scheduler.stop();
+  });
+
+  it('pause and stop cancel a retry that waits', async () => {
+    const paused = startScheduler({ every: 60_000, retry: { attempts: 3 }, run: fails(10) });
+    await advance(60_000);
+    await paused.scheduler.pause();
+    await advance(5000);
+    expect(paused.log.of('started')).toHaveLength(1);
+    expect(paused.scheduler.status().consecutiveFailures).toBe(1);
+    await paused.scheduler.stop();
+
+    const stopped = startScheduler({ every: 60_000, retry: { attempts: 3 }, run: fails(10) });
+    await advance(60_000);
+    await stopped.scheduler.stop();
+    await advance(5000);
+    expect(stopped.log.of('started')).toHaveLength(1);
+  });
+
+  it('a lost lease cancels the retry of an exclusive job', async () => {
+    const coordinator = new InMemoryCoordinator({ leaseMs: 3000 });
+    const { scheduler, log } = startScheduler({
+      every: 60_000,
+      exclusive: true,
+      coordinator,
+      retry: { attempts: 3, backoff: { initial: 5000 } },
+      run: fails(10),
+    });
+    await advance(60_000);
+    expect(log.of('retrying')).toHaveLength(1);
+    jest.spyOn(coordinator, 'heartbeat').mockRejectedValue(new Error('connection reset'));
+    await advance(1000);
+    expect(log.of('leaseLost')).toHaveLength(1);
+    await advance(6000);
+    expect(log.of('started')).toHaveLength(1);
+    expect(scheduler.status().consecutiveFailures).toBe(1);
+    await scheduler.stop();
+  });
+
+  it('refuses options that make no retry, naming the job, the option and the value', () => {
+    for (const retry of [
+      { attempts: -1 },
+      { attempts: 1.5 },
+      { attempts: 1, backoff: { initial: 0 } },
+      { attempts: 1, backoff: { initial: 2000, max: 1000 } },
+      { attempts: 1, backoff: { factor: 0.5 } },
+      { attempts: 1, tries: 2 },
+      3,
+    ]) {
+      expect(
+        () =>
+          new PeriodicScheduler({ name: 'job', every: 1000, retry: retry as never, run: () => undefined }),
+      ).toThrow(PeriodicConfigError);
+      expect(
+        () =>
+          new PeriodicScheduler({ name: 'job', every: 1000, retry: retry as never, run: () => undefined }),
+      ).toThrow(/job "job": "retry" must be \{ attempts, backoff\?/);
+    }
+    expect(
+      new PeriodicScheduler({ name: 'job', every: 1000, retry: { attempts: 0 }, run: () => undefined })
+        .options.retry,
+    ).toEqual({
+      attempts: 0,
+      backoff: { initial: 1000, factor: 2, max: 60_000 },
+    });
+  });
+});
+
+describe('the context and the trace', () => {
+  it('ctx.attempt is 1 for the first run of a slot', async () => {
+    const attempts: number[] = [];
+    const { scheduler } = startScheduler({ every: 100, run: ({ attempt }) => void attempts.push(attempt) });
+    await advance(300);
+    await flush();
+    expect(attempts).toEqual([1, 1, 1]);
+    await scheduler.stop();
+  });
+});
+
+describe("delivery: 'atLeastOnce'", () => {
+  /** A replica's way to the shared store, which can freeze: its steps then never answer, as from a dead process. */
+  function wayTo(store: InMemoryCoordinator): { coordinator: InMemoryCoordinator; freeze(): void } {
+    let frozen = false;
+    const coordinator = new Proxy(store, {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) =>
+          frozen ? new Promise(() => undefined) : (value as (...a: unknown[]) => unknown).apply(target, args);
+      },
+    });
+    return { coordinator, freeze: () => (frozen = true) };
+  }
+
+  /** Stops every replica; a frozen one gives up on the store after `leaseMs / 3`. */
+  async function stopAll(schedulers: { scheduler: PeriodicScheduler }[]): Promise<void> {
+    const stopped = Promise.all(schedulers.map(({ scheduler }) => scheduler.stop()));
+    await advance(3000);
+    await stopped;
+  }
+
+  /** Two replicas of a job every 10 s whose first run never ends; the holder first. */
+  function replicas(delivery: 'atLeastOnce' | 'atMostOnce', retry?: { attempts: number }) {
+    const store = new InMemoryCoordinator({ leaseMs: 3000 });
+    const ways = [wayTo(store), wayTo(store)];
+    const contexts: { replica: number; attempt: number; slot: number; fencingToken: number }[] = [];
+    const schedulers = ways.map(({ coordinator }, replica) => {
+      const log = new EventLog();
+      const scheduler = new PeriodicScheduler(
+        {
+          name: 'job',
+          every: 10_000,
+          exclusive: true,
+          delivery,
+          retry,
+          coordinator,
+          jobShutdown: 'brutalKill',
+          run: (context) => {
+            contexts.push({
+              replica,
+              attempt: context.attempt,
+              slot: context.scheduledDate.getTime(),
+              fencingToken: context.fencingToken!,
+            });
+            if (contexts.length === 1) return new Promise(() => undefined);
+          },
+        },
+        log.sink,
+        {
+          replica: new Replica(
+            new StoreLog(coordinator, { error: () => undefined, log: () => undefined }),
+            `r${replica}`,
+          ),
+        },
+      );
+      scheduler.start();
+      return { scheduler, log };
+    });
+    return { ways, contexts, schedulers };
+  }
+
+  it('the next holder runs again, at once, the slot whose holder died mid-run: the next attempt, a greater token', async () => {
+    const { ways, contexts, schedulers } = replicas('atLeastOnce');
+    await advance(10_100);
+    expect(contexts).toHaveLength(1);
+    const [{ replica: holder, slot, fencingToken }] = contexts;
+    // The holder's process is gone: nothing it does reaches the store any more.
+    ways[holder].freeze();
+    await advance(4000);
+    expect(contexts).toHaveLength(2);
+    expect(contexts[1]).toEqual({ replica: 1 - holder, attempt: 2, slot, fencingToken: expect.any(Number) });
+    expect(contexts[1].fencingToken).toBeGreaterThan(fencingToken);
+    const [recovered] = await schedulers[1 - holder].scheduler.history({ limit: 1 });
+    expect(recovered).toMatchObject({
+      origin: 'recovery',
+      attempt: 2,
+      reason: 'normal',
+      replica: `r${1 - holder}`,
+    });
+    // The next slot runs as usual, once.
+    await advance(10_000);
+    expect(contexts.slice(2).map(({ attempt, slot: next }) => [attempt, next - slot])).toEqual([[1, 10_000]]);
+    await stopAll(schedulers);
+  });
+
+  it("with 'atMostOnce' (the default), the slot is not run again", async () => {
+    const { ways, contexts, schedulers } = replicas('atMostOnce');
+    await advance(10_100);
+    ways[contexts[0].replica].freeze();
+    await advance(4000);
+    expect(contexts).toHaveLength(1);
+    await stopAll(schedulers);
+  });
+
+  it('needs an exclusive job and the run history', () => {
+    expect(
+      () =>
+        new PeriodicScheduler({ name: 'job', every: 1000, delivery: 'atLeastOnce', run: () => undefined }),
+    ).toThrow(/job "job": "delivery" 'atLeastOnce' applies to exclusive jobs only/);
+    const coordinator = new InMemoryCoordinator();
+    expect(
+      () =>
+        new PeriodicScheduler(
+          {
+            name: 'job',
+            every: 1000,
+            exclusive: true,
+            coordinator,
+            delivery: 'atLeastOnce',
+            run: () => undefined,
+          },
+          undefined,
+          { history: false },
+        ),
+    ).toThrow(/"delivery" 'atLeastOnce' needs the fleet's run history.*history: false/);
+    expect(
+      () =>
+        new PeriodicScheduler({
+          name: 'job',
+          every: 1000,
+          delivery: 'always' as never,
+          run: () => undefined,
+        }),
+    ).toThrow(/"delivery" must be 'atMostOnce' or 'atLeastOnce', got "always"/);
+  });
+});
