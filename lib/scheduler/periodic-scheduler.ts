@@ -890,23 +890,28 @@ export class PeriodicScheduler {
     const poll = Math.min(TRIGGER_POLL, leaseMs / 10);
     let id = '';
     let takenAt = Infinity;
+    // A request the store did not take (or did not answer) is withdrawn at once, in case it still lands.
+    let withdraw = false;
     for (;;) {
       if (id === '') {
         id = randomUUID();
         const request = { id, name: this.name, by: asked.by, replica: this.#replica, at: asked.at };
-        await calls.requestTrigger(request).catch((error: unknown) => {
-          throw notRecorded(this.name, 'trigger', error);
-        });
+        withdraw = await calls.requestTrigger(request).then(
+          () => false,
+          () => true,
+        );
       }
       await sleep(poll);
       const waited = now() - since;
-      const state = await calls.readTrigger(this.name, id, waited >= leaseMs).catch(() => 'unknown' as const);
+      const state = await calls
+        .readTrigger(this.name, id, withdraw || waited >= leaseMs)
+        .catch(() => 'unknown' as const);
       if (state === 'withdrawn') return { ok: false, error: 'noHolder' };
       if (state === 'taken') takenAt = Math.min(takenAt, now());
       if (typeof state === 'object') {
         if (state.ok) return { ok: true, jobId: state.jobId, replica: state.replica };
         // A holder handing the lease over: asked again, of the next.
-        if (state.error === 'notLeaseHolder' && waited < leaseMs) {
+        if (state.error === 'notLeaseHolder' && waited < leaseMs && !withdraw) {
           id = '';
           continue;
         }
@@ -1209,15 +1214,16 @@ export class PeriodicScheduler {
 
   /**
    * @internal An exclusive job in auto mode whose fleet's next slot, `next` (wall-clock ms; 0 while a shifted run
-   * is in flight), has been due for more than two intervals: no replica handled it.
+   * is in flight), had been due for more than two intervals when the store was read, at `readAt` (wall-clock
+   * ms): no replica handled it.
    */
-  fleetOverdue(next: number): boolean {
+  fleetOverdue(next: number, readAt: number): boolean {
     if (this.#fleet === undefined || this.options.mode !== 'auto' || this.state !== 'ticking' || next === 0) {
       return false;
     }
     const after = this.#slotAfter(next);
     const interval = this.#calendar === undefined ? this.options.every : after - next;
-    return after !== 0 && Date.now() - next > 2 * interval;
+    return after !== 0 && readAt - next > 2 * interval;
   }
 
   /** @internal The store's failures and answers as this replica sees them, for an exclusive job. */

@@ -161,8 +161,9 @@ export class Replica {
    */
   private runs = new Set<PeriodicRunEntry>();
   private keep = 0;
-  /** The records sent, until the store has answered them all. */
-  private recording = Promise.resolve();
+  /** A step of records is out; and who waits for the records sent so far to be answered. */
+  private recording = false;
+  private flushed: (() => void)[] = [];
 
   /**
    * @param store the coordinator, and where its failures are reported.
@@ -221,9 +222,9 @@ export class Replica {
   }
 
   /**
-   * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job, at the end of this
-   * turn of the event loop: before anything that learns of the run (an event, a resolved promise) can read the
-   * history. Never delays a run; a record the store does not take is lost (and reported).
+   * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job: with the others of
+   * this turn of the event loop at its end, or once the step of records out has been answered. Never delays a
+   * run; a record the store does not take is lost (and reported).
    */
   record(entry: PeriodicRunEntry, keep: number): void {
     this.keep = keep;
@@ -231,15 +232,30 @@ export class Replica {
     this.runs.add(entry);
   }
 
-  /** @internal Sends the records not sent yet; resolves once the store has answered (a failure was reported). */
+  /**
+   * @internal Sends the records not sent yet; resolves once the store has answered them (a failure was
+   * reported). One step is out at a time, so that a run's end never reaches the store before its start.
+   */
   flushRuns(): Promise<void> {
-    if (this.runs.size === 0) return this.recording;
-    // Copies: a run in flight goes on changing its own.
-    const runs = Array.from(this.runs, (entry) => ({ ...entry }));
-    this.runs.clear();
-    const sent = this.calls.recordRuns(runs, this.keep).catch(() => undefined);
-    this.recording = Promise.all([this.recording, sent]).then(() => undefined);
-    return this.recording;
+    if (this.runs.size === 0 && !this.recording) return Promise.resolve();
+    return new Promise((done) => {
+      this.flushed.push(done);
+      if (!this.recording) void this.sendRuns();
+    });
+  }
+
+  private async sendRuns(): Promise<void> {
+    this.recording = true;
+    while (this.runs.size > 0) {
+      // Copies: a run in flight goes on changing its own.
+      const runs = Array.from(this.runs, (entry) => ({ ...entry }));
+      this.runs.clear();
+      const waiting = this.flushed.splice(0);
+      await this.calls.recordRuns(runs, this.keep).catch(() => undefined);
+      for (const done of waiting) done();
+    }
+    this.recording = false;
+    for (const done of this.flushed.splice(0)) done();
   }
 
   /**

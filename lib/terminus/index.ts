@@ -94,7 +94,9 @@ export class PeriodicHealthIndicator {
    * fleet nobody checks costs the store nothing.
    */
   private fleet = new Map<string, PeriodicFleetRead>();
+  /** When the last read was asked for, on the `now()` timeline and by the wall clock. */
   private readAt = -Infinity;
+  private readWall = 0;
   private reading = false;
 
   private readFleet(): void {
@@ -104,12 +106,13 @@ export class PeriodicHealthIndicator {
       return;
     }
     this.reading = true;
+    const asked = { at: now(), wall: Date.now() };
     replica.calls
       .readFleet(schedulers.map((scheduler) => scheduler.name))
       .then(
         (reads) => {
           this.fleet = new Map(reads.map((read) => [read.name, read]));
-          this.readAt = now();
+          [this.readAt, this.readWall] = [asked.at, asked.wall];
         },
         // Reported by the replica's log; the store's reachability says it.
         () => undefined,
@@ -131,8 +134,10 @@ export class PeriodicHealthIndicator {
       if (silent > store.coordinator.leaseMs) {
         return `this replica has not reached the coordinator's store for ${Math.round(silent)}ms (more than leaseMs)`;
       }
+      // As the store was at the last read: a due slot handled since then is not known yet, but none is taken
+      // for missed because the read is old.
       const next = this.fleet.get(status.name)?.schedule?.next;
-      if (next !== undefined && scheduler.fleetOverdue(next)) {
+      if (next !== undefined && scheduler.fleetOverdue(next, this.readWall)) {
         return `the fleet has not handled the slot due at ${new Date(next).toISOString()} for more than two intervals`;
       }
       if (status.lease?.held !== true && status.state !== 'stopped') return undefined;

@@ -193,6 +193,28 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       }
     });
 
+    it("a run's end is never overwritten by its start: every ended run reads ended", async () => {
+      store = makeStore();
+      @Injectable()
+      class Quick {
+        // It ends a turn of the event loop after it started: its start and its end go to the store one right
+        // after the other (on PostgreSQL, on two connections of the pool).
+        @Periodic({ every: 100, exclusive: true, name: 'quick' })
+        async tick(): Promise<void> {}
+      }
+      const proxy = await TcpProxy.start(store.target);
+      proxies.push(proxy);
+      const app = await createApp({
+        imports: [PeriodicModule.forRoot({ coordinator: store.coordinator(proxy), logger: false })],
+        providers: [Quick],
+      });
+      await sleep(3000);
+      await app.close();
+      const runs = await app.registry.history('quick', { limit: 100 });
+      expect(runs.length).toBeGreaterThan(10);
+      expect(runs.filter((run) => run.finishedAt === null)).toEqual([]);
+    });
+
     it('a replica whose store hangs says so within leaseMs / 3; the other takes the job over', async () => {
       const { holder, other } = await twoReplicas();
       holder.proxy.hang();

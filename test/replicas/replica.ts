@@ -3,7 +3,7 @@
 // while it holds the lease, it runs RUN_MS ms (20) and records [replica, fencingToken, start, end, slot] in the
 // store (the list <KEY_PREFIX>runs, or the table <TABLE>_log), with times in ms on the machine's clock
 // (performance.timeOrigin + performance.now()) and the slot as ctx.scheduledDate gives it; the job is named JOB
-// ('report'). It prints
+// ('report'), its delivery DELIVERY ('atMostOnce'). It prints "started <slot> attempt <attempt>" as a run starts,
 // "acquired <token>", "lost" and "missed <count>" as the lease comes and goes and slots are dropped; when closed, it
 // records ["closed", replica, time] once its lease is released. Its connection is closed by the docs/replicas.md
 // recipe, which cannot hang on a store that does not answer.
@@ -28,6 +28,7 @@ const LEASE_MS = Number(process.env.LEASE_MS ?? 600);
 const EVERY = Number(process.env.EVERY ?? 50);
 const RUN_MS = Number(process.env.RUN_MS ?? 20);
 const JOB = process.env.JOB ?? 'report';
+const DELIVERY = process.env.DELIVERY === 'atLeastOnce' ? 'atLeastOnce' : 'atMostOnce';
 const clock = () => performance.timeOrigin + performance.now();
 const say = (line: string): void => {
   writeSync(1, `${line}\n`);
@@ -67,9 +68,10 @@ const store = STORE === 'postgres' ? postgresStore() : redisStore();
 
 @Injectable()
 class Reports implements OnApplicationShutdown {
-  @Periodic({ every: EVERY, exclusive: true, name: JOB })
-  async send({ fencingToken, signal, scheduledDate }: PeriodicContext): Promise<void> {
+  @Periodic({ every: EVERY, exclusive: true, name: JOB, delivery: DELIVERY })
+  async send({ fencingToken, signal, scheduledDate, attempt }: PeriodicContext): Promise<void> {
     const start = clock();
+    say(`started ${scheduledDate.getTime()} attempt ${attempt}`);
     await sleep(RUN_MS, undefined, { signal }).catch(() => undefined);
     await store.record('runs', [REPLICA, fencingToken, start, clock(), scheduledDate.getTime()]);
   }

@@ -1,0 +1,68 @@
+// Slots that run at least once (SPEC 19) with real processes on Redis and PostgreSQL: the holder of an exclusive
+// job is killed (SIGKILL) in the middle of a run. With delivery 'atLeastOnce' the replica that takes the lease
+// over runs that slot again, to its end; with 'atMostOnce' the slot is lost, and no slot runs twice either way.
+import { describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type RunEntry, type Store, stores, useReplicas } from './stores.js';
+
+const LEASE_MS = 1500;
+const EVERY = 4000;
+/** Long enough to kill its replica in the middle of it. */
+const RUN_MS = 1500;
+
+describe.each(stores)('on %s', (_, store, describeStore) => {
+  describeStore('a holder killed in the middle of a run', () => delivery(store));
+});
+
+function delivery(store: Store): void {
+  const { replicas, start, end, nextHolder } = useReplicas(store);
+  let counted = 0;
+
+  /** Kills the holder in the middle of a run; resolves the slot it was running and the runs recorded after. */
+  async function killMidRun(mode: 'atLeastOnce' | 'atMostOnce') {
+    const env = {
+      LEASE_MS: String(LEASE_MS),
+      EVERY: String(EVERY),
+      RUN_MS: String(RUN_MS),
+      DELIVERY: mode,
+      JOB: expect.getState().currentTestName ?? 'job',
+    };
+    for (const name of ['A', 'B']) start(name, env);
+    await nextHolder();
+    // The spread has settled by the first slot; its holder is the replica that says it started a run.
+    let killed: { name: string; slot: number } | undefined;
+    for (let waited = 0; killed === undefined && waited < 30_000; waited += 20) {
+      for (const [name, child] of replicas) {
+        const started = child.lines.find((line) => line.startsWith('started '));
+        if (started !== undefined) killed = { name, slot: Number(started.split(' ')[1]) };
+      }
+      await sleep(20);
+    }
+    if (killed === undefined) throw new Error('no replica started a run within 30 s');
+    // Well within the run, once its start has reached the store.
+    await sleep(300);
+    await end(killed.name, 'SIGKILL');
+    // The other takes the lease over within a lease period, and runs the next slot.
+    await sleep(LEASE_MS + EVERY + RUN_MS + 1000);
+    await Promise.all([...replicas.keys()].map((name) => end(name, 'SIGTERM')));
+    const recorded = (await store.entries<RunEntry>('runs')).slice(counted);
+    counted += recorded.length;
+    return { killed, recorded };
+  }
+
+  it("with 'atLeastOnce', the next holder runs the killed run's slot again, to its end", async () => {
+    const { killed, recorded } = await killMidRun('atLeastOnce');
+    const slots = recorded.map((run) => run[4]);
+    expect(recorded.every(([replica]) => replica !== killed.name)).toBe(true);
+    expect(slots).toContain(killed.slot);
+    expect(new Set(slots).size).toBe(slots.length);
+  }, 60_000);
+
+  it("with 'atMostOnce', the killed run's slot is lost, and none runs twice", async () => {
+    const { killed, recorded } = await killMidRun('atMostOnce');
+    const slots = recorded.map((run) => run[4]);
+    expect(slots).not.toContain(killed.slot);
+    expect(slots.length).toBeGreaterThan(0);
+    expect(new Set(slots).size).toBe(slots.length);
+  }, 60_000);
+}
