@@ -304,7 +304,7 @@ export function markdown(report) {
       );
     }
   }
-  parts.push(...fleet());
+  parts.push(...fleet(), ...fleetView());
   parts.push('', readFileSync(join(import.meta.dirname, 'engine-changes.md'), 'utf8').trim());
   return `${parts.join('\n')}\n`;
 }
@@ -375,6 +375,63 @@ export function fleet() {
     `| ${head.join(' | ')} |`,
     `|${head.map(() => ' --- ').join('|')}|`,
     ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ];
+}
+
+/**
+ * What one view of the fleet costs (bench/fleet-view.mjs, in bench/results/fleet-view.json): run history in the
+ * store and in memory, and triggers asked of a replica without the lease; empty if it was not run.
+ */
+export function fleetView() {
+  const path = join(import.meta.dirname, 'results', 'fleet-view.json');
+  if (!existsSync(path)) return [];
+  const { date, node, triggers, history, recording = [] } = JSON.parse(readFileSync(path, 'utf8'));
+  const store = (name) => (name === 'redis' ? 'Redis' : 'PostgreSQL');
+  const rows = recording.map((r) => [
+    store(r.store),
+    r.jobs.toLocaleString('en'),
+    r.replicas,
+    r.history,
+    r.roundTripsPerReplicaS,
+    r.storeCpuUsPerJobSecond,
+    `${(r.slotsRan * 100).toFixed(2)}%`,
+    r.slotsTwice,
+  ]);
+  const head = [
+    'store',
+    'jobs every 1 s',
+    'replicas',
+    'history',
+    'round trips per replica per second',
+    'store CPU µs per job-second',
+    'slots run',
+    'run twice',
+  ];
+  return [
+    '',
+    '## 9. One view of the fleet: run history and triggers',
+    '',
+    `Written by \`node --expose-gc bench/fleet-view.mjs\` (after \`npm run build\`; run ${date}, Node ${node}), in`,
+    '`bench/results/fleet-view.json`. The fleet scenarios are those of section 8 (`bench/fleet.mjs`, a window of',
+    "30 s), with the module's `history` on (the default: every run recorded in the store) and off.",
+    '',
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => ' --- ').join('|')}|`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+    '',
+    `Run history in memory (jobs that are not exclusive): ${history.jobs.toLocaleString('en')} jobs that keep`,
+    `${history.keep} runs each hold ${history.on.heapMB} MB of heap (${history.off.heapMB} MB with \`history: false\`),`,
+    `${history.bytesPerRecord} bytes per record; a tick and its run take ${history.on.nsPerTick} ns with the record,`,
+    `${history.off.nsPerTick} ns without (manual ticks, one after the other).`,
+    '',
+    "Triggers asked of a replica without the lease, from the call to the run's start on the holder, each at a",
+    "random moment of the holder's heartbeat period (two replicas in one process, `leaseMs` 10 s):",
+    '',
+    '| store | triggers | p50 | max | not run |',
+    '| --- | --- | --- | --- | --- |',
+    ...Object.entries(triggers).map(
+      ([name, t]) => `| ${store(name)} | ${t.triggers} | ${t.p50Ms} ms | ${t.maxMs} ms | ${t.notRun} |`,
+    ),
   ];
 }
 

@@ -352,8 +352,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   }
 
   /**
-   * One statement: each run inserted, or its record replaced (its start, when it ends); the oldest of each job
-   * beyond `keep` deleted; and each job's successes and failures counted in its summary.
+   * One statement: each job's summary counts the runs added (its `seq`, which numbers its runs), its last success
+   * and its failures since; each new run is inserted with the next number, each known one has its record
+   * replaced (its start, by its end), and the runs numbered `keep` or more below the job's latest are deleted:
+   * an index range of the job, not a count of its runs.
    */
   async recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
     const outcome = ({ reason }: PeriodicRunEntry) =>
@@ -362,36 +364,42 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       `WITH given AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[])
            WITH ORDINALITY AS given(name, id, started_at, record, outcome, finished_at, i)
-       ), fresh AS (
-         SELECT name, count(*) FILTER (WHERE NOT EXISTS (
-           SELECT FROM ${this.#runs} AS run WHERE run.name = given.name AND run.id = given.id)) AS added
-         FROM given GROUP BY name
-       ), recorded AS (
-         INSERT INTO ${this.#runs} (name, id, started_at, record)
-         SELECT name, id, started_at, record FROM given ORDER BY name, id
-         ON CONFLICT (name, id) DO UPDATE SET record = excluded.record
-       ), trimmed AS (
-         DELETE FROM ${this.#runs} AS run USING (
-           SELECT ranked.name, ranked.id FROM (
-             SELECT run.name, run.id, row_number() OVER (PARTITION BY run.name ORDER BY run.started_at DESC, run.id DESC) AS n
-             FROM ${this.#runs} AS run WHERE run.name IN (SELECT name FROM fresh WHERE added > 0)
-           ) AS ranked JOIN fresh ON fresh.name = ranked.name
-           WHERE ranked.n > $7 - fresh.added
-         ) AS old WHERE run.name = old.name AND run.id = old.id
+       ), marked AS (
+         SELECT given.*, NOT EXISTS (
+           SELECT FROM ${this.#runs} AS run WHERE run.name = given.name AND run.id = given.id) AS fresh
+         FROM given
        ), succeeded AS (
          SELECT name, max(finished_at) AS at FROM given WHERE outcome = 'ok' GROUP BY name
        ), tally AS (
-         SELECT given.name, succeeded.at,
-                count(*) FILTER (WHERE outcome = 'fail' AND (succeeded.at IS NULL OR finished_at > succeeded.at)) AS failed
-         FROM given LEFT JOIN succeeded ON succeeded.name = given.name
-         WHERE outcome IS NOT NULL GROUP BY given.name, succeeded.at
+         SELECT marked.name, succeeded.at, count(*) FILTER (WHERE fresh) AS added,
+                count(*) FILTER (WHERE outcome = 'fail' AND (succeeded.at IS NULL OR finished_at > succeeded.at))
+                  AS failed
+         FROM marked LEFT JOIN succeeded ON succeeded.name = marked.name
+         GROUP BY marked.name, succeeded.at
+       ), counted AS (
+         INSERT INTO ${this.#summary} AS summary (name, seq, last_success, failures)
+         SELECT name, added, at, failed FROM tally ORDER BY name
+         ON CONFLICT (name) DO UPDATE SET
+           seq = summary.seq + excluded.seq,
+           last_success = coalesce(excluded.last_success, summary.last_success),
+           failures = CASE WHEN excluded.last_success IS NULL THEN summary.failures + excluded.failures
+                      ELSE excluded.failures END
+         RETURNING name, seq
+       ), numbered AS (
+         SELECT marked.name, marked.id, marked.started_at, marked.record,
+                counted.seq - tally.added + row_number() OVER (PARTITION BY marked.name ORDER BY marked.i) AS seq
+         FROM marked JOIN counted ON counted.name = marked.name JOIN tally ON tally.name = marked.name
+         WHERE marked.fresh
+       ), inserted AS (
+         INSERT INTO ${this.#runs} (name, id, seq, started_at, record)
+         SELECT name, id, seq, started_at, record FROM numbered ORDER BY name, seq
+         ON CONFLICT (name, id) DO UPDATE SET record = excluded.record
+       ), replaced AS (
+         UPDATE ${this.#runs} AS run SET record = marked.record
+         FROM marked WHERE NOT marked.fresh AND run.name = marked.name AND run.id = marked.id
        )
-       INSERT INTO ${this.#summary} AS summary (name, last_success, failures)
-       SELECT name, at, failed FROM tally ORDER BY name
-       ON CONFLICT (name) DO UPDATE SET
-         last_success = coalesce(excluded.last_success, summary.last_success),
-         failures = CASE WHEN excluded.last_success IS NULL THEN summary.failures + excluded.failures
-                    ELSE excluded.failures END`,
+       DELETE FROM ${this.#runs} AS run USING counted
+       WHERE run.name = counted.name AND run.seq <= counted.seq - $7`,
       [
         runs.map(({ name }) => name),
         runs.map(({ id }) => id),
@@ -407,7 +415,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   async readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
     const rows = (await this.#query(
       `SELECT record FROM ${this.#runs} WHERE name = $1 AND ($3::bigint IS NULL OR started_at < $3)
-       ORDER BY started_at DESC, id DESC LIMIT $2`,
+       ORDER BY seq DESC LIMIT $2`,
       [name, limit, before],
     )) as { record: unknown }[];
     return rows.map((row) => runOf(String(row.record)));
@@ -420,7 +428,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
               (extract(epoch FROM lease.expires_at) * 1000)::bigint AS until,
               summary.last_success, summary.failures,
               (SELECT record FROM ${this.#runs} AS run WHERE run.name = wanted.name
-               ORDER BY run.started_at DESC, run.id DESC LIMIT 1) AS last_run
+               ORDER BY run.seq DESC LIMIT 1) AS last_run
        FROM unnest($1::text[]) WITH ORDINALITY AS wanted(name, i)
        LEFT JOIN ${this.table} AS lease ON lease.name = wanted.name
        LEFT JOIN ${this.#summary} AS summary ON summary.name = wanted.name
@@ -552,11 +560,12 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       `CREATE TABLE IF NOT EXISTS ${this.#runs} (
         name text NOT NULL,
         id text NOT NULL,
+        seq bigint NOT NULL,
         started_at bigint NOT NULL,
         record text NOT NULL,
         PRIMARY KEY (name, id)
       )`,
-      `CREATE INDEX IF NOT EXISTS "${this.#tableName}_runs_at" ON ${this.#runs} (name, started_at)`,
+      `CREATE INDEX IF NOT EXISTS "${this.#tableName}_runs_seq" ON ${this.#runs} (name, seq)`,
       `CREATE TABLE IF NOT EXISTS ${this.#triggers} (
         id text PRIMARY KEY,
         name text NOT NULL,
@@ -566,6 +575,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       )`,
       `CREATE TABLE IF NOT EXISTS ${this.#summary} (
         name text PRIMARY KEY,
+        seq bigint NOT NULL DEFAULT 0,
         last_success bigint,
         failures integer NOT NULL DEFAULT 0
       )`,
