@@ -1,16 +1,17 @@
 // What one view of the fleet costs (SPEC 17, 18), beside the job without it:
 // - triggers asked of a replica without the lease: from the call to the run's start on the holder, on Redis and
 //   PostgreSQL (two Nest applications in this process, each with its own connection, `leaseMs` 10 s);
-// - run history kept in memory: the heap of 10,000 jobs that keep 100 runs each, and what recording costs a run,
-//   against `history: false`.
+// - run history kept in memory: the heap of 10,000 jobs that keep 100 runs each, and what recording costs a run
+//   (1,000 jobs), against `history: false`;
 // - the store's round trips per replica per second and CPU per job-second with history on and off, through the
 //   fleet harness (bench/fleet.mjs): 1,000 jobs every second in one replica, on Redis and PostgreSQL, and 2,000
 //   across four replicas on Redis.
 //
 //   npm run build && node --expose-gc bench/fleet-view.mjs      (writes bench/results/fleet-view.json)
+//   node --expose-gc bench/fleet-view.mjs --memory-only         (the figures of the history in memory again)
 import 'reflect-metadata';
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -30,20 +31,23 @@ import {
 const TRIGGERS = Number(process.env.TRIGGERS ?? 20);
 const results = { date: new Date().toISOString(), node: process.version, triggers: {}, history: {} };
 
-for (const store of ['redis', 'postgres']) results.triggers[store] = await triggers(store);
+const only = process.argv.includes('--memory-only');
+if (!only) for (const store of ['redis', 'postgres']) results.triggers[store] = await triggers(store);
 results.history = await memory();
 results.recording = [];
-for (const [store, jobs, replicas] of [
-  ['redis', 1000, 1],
-  ['postgres', 1000, 1],
-  ['redis', 2000, 4],
-]) {
+for (const [store, jobs, replicas] of only
+  ? []
+  : [
+      ['redis', 1000, 1],
+      ['postgres', 1000, 1],
+      ['redis', 2000, 4],
+    ]) {
   for (const history of ['on', 'off']) results.recording.push(fleet({ store, jobs, replicas, history }));
 }
-writeFileSync(
-  join(import.meta.dirname, 'results', 'fleet-view.json'),
-  `${JSON.stringify(results, null, 2)}\n`,
-);
+// With --memory-only, the other figures are those of the last full run.
+const path = join(import.meta.dirname, 'results', 'fleet-view.json');
+const kept = only ? { ...JSON.parse(readFileSync(path, 'utf8')), history: results.history } : results;
+writeFileSync(path, `${JSON.stringify(kept, null, 2)}\n`);
 console.log(JSON.stringify(results, null, 2));
 
 /**
@@ -154,14 +158,13 @@ function fleet({ store, jobs, replicas, history }) {
 }
 
 /**
- * 10,000 jobs that are not exclusive, each ticked 100 times by hand: the heap they keep with the history on
- * (100 records each) and off, after a full garbage collection, and the time a tick and its run take each way.
+ * Jobs that are not exclusive, ticked by hand, with the history on (100 runs each) and off: the heap that 10,000
+ * such jobs keep once each has 100 runs (after a full garbage collection), and the time a tick and its run take,
+ * with 1,000 jobs ticked 1,000 times each (their rings full, as in a process that has run for a while).
  */
 async function memory() {
-  const measure = async (history) => {
-    globalThis.gc?.();
-    const before = process.memoryUsage().heapUsed;
-    const jobs = Array.from({ length: 10_000 }, (_, i) => {
+  const jobs = (count, history) =>
+    Array.from({ length: count }, (_, i) => {
       const scheduler = new PeriodicScheduler(
         { name: `job-${i}`, every: 60_000, mode: 'manual', run: () => undefined },
         undefined,
@@ -170,23 +173,38 @@ async function memory() {
       scheduler.start();
       return scheduler;
     });
-    const started = performance.now();
-    for (let round = 0; round < 100; round++) for (const job of jobs) await job.tick();
-    const elapsed = performance.now() - started;
-    globalThis.gc?.();
-    const heap = process.memoryUsage().heapUsed - before;
-    for (const job of jobs) await job.stop();
-    return { heapMB: Math.round(heap / 1e5) / 10, nsPerTick: Math.round((elapsed * 1e6) / 1e6) };
+  const ticks = async (list, rounds) => {
+    for (let round = 0; round < rounds; round++) for (const job of list) await job.tick();
   };
-  const off = await measure(false);
-  const on = await measure({ keep: 100, errors: 'message' });
+  const heap = async (history) => {
+    globalThis.gc?.();
+    const before = process.memoryUsage().heapUsed;
+    const list = jobs(10_000, history);
+    await ticks(list, 100);
+    globalThis.gc?.();
+    const used = process.memoryUsage().heapUsed - before;
+    for (const job of list) await job.stop();
+    return used;
+  };
+  const time = async (history) => {
+    const list = jobs(1000, history);
+    await ticks(list, 200);
+    const started = performance.now();
+    await ticks(list, 1000);
+    const ns = ((performance.now() - started) * 1e6) / 1e6;
+    for (const job of list) await job.stop();
+    return Math.round(ns);
+  };
+  const history = { keep: 100, errors: 'message' };
+  const [heapOff, heapOn] = [await heap(false), await heap(history)];
+  const [nsOff, nsOn] = [await time(false), await time(history)];
   return {
     jobs: 10_000,
     keep: 100,
-    on,
-    off,
-    bytesPerRecord: Math.round(((on.heapMB - off.heapMB) * 1e6) / 1e6),
-    nsPerRecord: on.nsPerTick - off.nsPerTick,
+    on: { heapMB: Math.round(heapOn / 1e5) / 10, nsPerTick: nsOn },
+    off: { heapMB: Math.round(heapOff / 1e5) / 10, nsPerTick: nsOff },
+    bytesPerRecord: Math.round((heapOn - heapOff) / 1e6),
+    nsPerRecord: nsOn - nsOff,
     gc: typeof globalThis.gc === 'function',
   };
 }

@@ -259,6 +259,8 @@ export class StoreLog {
   lastError: string | null = null;
   /** When the store last answered, on the `now()` timeline. */
   answeredAt = now();
+  /** When the store's slowness was last said, on the `now()` timeline. */
+  private slowReportedAt = -Infinity;
 
   constructor(
     readonly coordinator: PeriodicCoordinator,
@@ -282,6 +284,14 @@ export class StoreLog {
     this.reportedAt = at;
     this.unreported = 0;
     this.down = true;
+  }
+
+  /** The store answers, but too slowly for `what`: said at most once per `leaseMs`. */
+  slow(what: string): void {
+    const at = now();
+    if (at - this.slowReportedAt < this.coordinator.leaseMs) return;
+    this.slowReportedAt = at;
+    this.log.log(`${storeName(this.coordinator)} ${what}`);
   }
 
   recovered(): void {

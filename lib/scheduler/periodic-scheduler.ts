@@ -1073,7 +1073,8 @@ export class PeriodicScheduler {
   #recordStart(run: Run, keep: number): void {
     const fleet = this.#recordsTo;
     const entry: PeriodicRunEntry = {
-      id: `${fleet?.owner ?? this.#replica}#${run.jobId}`,
+      // Only a store needs to tell the runs of the fleet apart: one in memory is its own object.
+      id: fleet === undefined ? '' : `${fleet.owner}#${run.jobId}`,
       name: this.name,
       jobId: run.jobId,
       replica: this.#replica,

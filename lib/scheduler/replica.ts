@@ -164,6 +164,8 @@ export class Replica {
   /** A step of records is out; and who waits for the records sent so far to be answered. */
   private recording = false;
   private flushed: (() => void)[] = [];
+  /** On the `now()` timeline: until when no run is recorded (the store was too slow to record them). */
+  private shedUntil = -Infinity;
 
   /**
    * @param store the coordinator, and where its failures are reported.
@@ -227,6 +229,8 @@ export class Replica {
    * run; a record the store does not take is lost (and reported).
    */
   record(entry: PeriodicRunEntry, keep: number): void {
+    // A store too slow to keep the history gives its time to the claims of slots for a lease period.
+    if (now() < this.shedUntil) return;
     this.keep = keep;
     if (this.runs.size === 0) queueMicrotask(() => void this.flushRuns());
     this.runs.add(entry);
@@ -251,11 +255,35 @@ export class Replica {
       const runs = Array.from(this.runs, (entry) => ({ ...entry }));
       this.runs.clear();
       const waiting = this.flushed.splice(0);
-      await this.calls.recordRuns(runs, this.keep).catch(() => undefined);
+      const sent = now();
+      const taken = await this.calls.recordRuns(runs, this.keep).then(
+        () => true,
+        () => false,
+      );
+      const took = now() - sent;
+      if (!taken || took > this.calls.leaseMs / 10) this.shed(runs.length, took, taken);
       for (const done of waiting) done();
     }
     this.recording = false;
     for (const done of this.flushed.splice(0)) done();
+  }
+
+  /**
+   * The store failed to record runs, or took more than `leaseMs / 10` to: no run is recorded for a lease period
+   * (the runs waiting are dropped), so that the history does not hold up the claims of slots and the renewals
+   * of leases when the store is overloaded. Said once per lease period; a failure was reported already.
+   */
+  private shed(count: number, took: number, taken: boolean): void {
+    const { leaseMs } = this.calls;
+    this.shedUntil = now() + leaseMs;
+    const dropped = this.runs.size;
+    this.runs.clear();
+    if (taken) {
+      this.calls.store.slow(
+        `took ${Math.round(took)}ms to record ${count} runs: no run is recorded for the next ${leaseMs}ms ` +
+          `(${dropped} dropped), so that the claims of slots and the renewals of leases keep the store's time`,
+      );
+    }
   }
 
   /**

@@ -5,7 +5,9 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
-import { advance, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
+import { advance, EventLog, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
+import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import { Replica } from '../../lib/scheduler/replica.js';
 
 useFakeTimers();
 
@@ -143,6 +145,49 @@ describe("an exclusive job's history and status are the fleet's", () => {
     expect((await other.scheduler.fleetStatus()).store.reachable).toBe(true);
     expect(holder.scheduler.status().lease).toEqual({ held: true, fencingToken: expect.any(Number) });
     await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+});
+
+describe('a store too slow to keep the history', () => {
+  it('records no run for a lease period, and says so once, so that claims keep its time', async () => {
+    class Slow extends Store {
+      delay = 0;
+
+      override async recordRuns(...args: Parameters<InMemoryCoordinator['recordRuns']>) {
+        if (this.delay > 0) await new Promise((resolve) => setTimeout(resolve, this.delay));
+        return super.recordRuns(...args);
+      }
+    }
+    const store = new Slow();
+    const lines: string[] = [];
+    const replica = new Replica(
+      new StoreLog(store, { error: () => undefined, log: (line) => lines.push(line) }),
+      'r1',
+    );
+    const log = new EventLog();
+    const scheduler = new PeriodicScheduler(
+      { name: 'job', every: 100, exclusive: true, coordinator: store, run: () => undefined },
+      log.sink,
+      { replica },
+    );
+    scheduler.start();
+    await advance(1000);
+    const before = (await store.readHistory('job', 100, null)).length;
+    expect(before).toBeGreaterThan(5);
+    // More than leaseMs / 10 to record a step of runs: the history pauses for a lease period.
+    store.delay = LEASE_MS / 10 + 50;
+    await advance(2000);
+    store.delay = 0;
+    const during = (await store.readHistory('job', 100, null)).length;
+    expect(during - before).toBeLessThanOrEqual(2);
+    expect(lines).toEqual([
+      expect.stringMatching(/^Slow took \d+ms to record 1 runs: no run is recorded for the next 3000ms/),
+    ]);
+    expect(log.of('started').length).toBeGreaterThan(25);
+    await advance(2000);
+    // Recorded again once the lease period is over (the slow step ended at about 1,450 ms).
+    expect((await store.readHistory('job', 100, null)).length).toBeGreaterThan(during + 2);
+    await scheduler.stop();
   });
 });
 
