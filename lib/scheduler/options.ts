@@ -239,10 +239,8 @@ export const JOB_OPTIONS = {
     example: { every: 60_000, exclusive: true },
   },
   retry: {
-    accepts: (v) => retryProblem(v) === undefined,
-    expected:
-      '{ attempts, backoff?: { initial, factor, max } }: attempts an integer ≥ 0, initial and max integer ' +
-      'milliseconds ≥ 1 with max ≥ initial, factor a number ≥ 1',
+    accepts: (v) => isPlainObject(v),
+    expected: 'an object { attempts, backoff?: { initial, factor, max } }',
     valid: '`{ attempts, backoff?: { initial, factor, max } }`',
     default: 'no retry',
     meaning:
@@ -262,33 +260,67 @@ export const JOB_OPTIONS = {
 /** The backoff of a retry when the job does not set it. */
 const BACKOFF = { initial: 1000, factor: 2, max: 60_000 };
 
-/** What is wrong with a `retry` option, if anything. */
-function retryProblem(value: unknown): string | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not an object';
-  const { attempts, backoff, ...rest } = value as { attempts?: unknown; backoff?: unknown };
-  if (Object.keys(rest).length > 0) return 'unknown keys';
-  if (!Number.isSafeInteger(attempts) || (attempts as number) < 0) return 'attempts';
-  if (backoff === undefined) return undefined;
-  if (typeof backoff !== 'object' || backoff === null || Array.isArray(backoff)) return 'backoff';
-  const {
-    initial = BACKOFF.initial,
-    factor = BACKOFF.factor,
-    max = BACKOFF.max,
-    ...others
-  } = backoff as {
-    initial?: unknown;
-    factor?: unknown;
-    max?: unknown;
-  };
-  if (Object.keys(others).length > 0) return 'unknown keys';
-  if (!isMilliseconds(initial, 1) || !isMilliseconds(max, 1)) return 'ms';
-  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) return 'factor';
-  return (max as number) < (initial as number) ? 'max' : undefined;
-}
+const isPlainObject = (value: unknown) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** A job's `retry`, checked already, with its defaults. */
-function resolveRetry(retry: PeriodicRetry | undefined): ResolvedRetry {
-  return { attempts: retry?.attempts ?? 0, backoff: { ...BACKOFF, ...retry?.backoff } };
+const RETRY_RULES = {
+  attempts: {
+    accepts: (v) => Number.isSafeInteger(v) && (v as number) >= 0,
+    expected: 'an integer ≥ 0, the runs after the first',
+    required: true,
+  },
+  backoff: {
+    accepts: isPlainObject,
+    expected: 'an object such as { initial: 1000, factor: 2, max: 60_000 }',
+  },
+} satisfies Record<keyof PeriodicRetry, OptionRule>;
+
+const BACKOFF_RULES = {
+  initial: { accepts: (v) => isMilliseconds(v, 1), expected: 'an integer number of milliseconds ≥ 1' },
+  factor: {
+    accepts: (v) => typeof v === 'number' && Number.isFinite(v) && v >= 1,
+    expected: 'a number ≥ 1',
+  },
+  max: { accepts: (v) => isMilliseconds(v, 1), expected: 'an integer number of milliseconds ≥ 1' },
+} satisfies Record<keyof NonNullable<PeriodicRetry['backoff']>, OptionRule>;
+
+/**
+ * A job's `retry`, each of its fields checked (the option itself was checked to be an object), with its
+ * defaults; `onOverlap` and `every` as the job has them.
+ */
+function resolveRetry(
+  where: string,
+  retry: PeriodicRetry | undefined,
+  onOverlap: OverlapPolicy,
+  every: number | undefined,
+): ResolvedRetry {
+  if (retry === undefined) return { attempts: 0, backoff: BACKOFF };
+  const example = '{ attempts: 3, backoff: { initial: 1000, factor: 2, max: 60_000 } }';
+  const checked = checkedOptions(`${where}: "retry"`, retry, RETRY_RULES, example);
+  const { attempts, backoff } = checked as unknown as PeriodicRetry;
+  const given = checkedOptions(
+    `${where}: "retry.backoff"`,
+    backoff ?? {},
+    BACKOFF_RULES,
+    '{ initial: 1000, factor: 2, max: 60_000 }',
+  );
+  const resolved = { ...BACKOFF, ...(given as Partial<typeof BACKOFF>) };
+  if (resolved.max < resolved.initial) {
+    throw new PeriodicConfigError(
+      `${where}: "retry.backoff.max" must be at least "initial" (${resolved.initial}ms` +
+        `${given.initial === undefined ? ', its default' : ''}), got ${resolved.max}; give a larger max, or a ` +
+        'smaller initial',
+    );
+  }
+  // The next slot cancels a retry that waits (stopPrevious): one that waits the whole interval never runs.
+  if (onOverlap === 'stopPrevious' && every !== undefined && attempts > 0 && resolved.initial >= every) {
+    throw new PeriodicConfigError(
+      `${where}: "retry" with onOverlap 'stopPrevious' waits ${resolved.initial}ms (backoff.initial) before its ` +
+        `first retry, not less than "every" (${every}ms): each slot would cancel the retry of the one before, ` +
+        "and no retry would ever run; give a backoff.initial shorter than every, or onOverlap 'ignore' or 'run'",
+    );
+  }
+  return { attempts, backoff: resolved };
 }
 
 /** The options of `@Periodic()`, `PeriodicRegistry.add()` and the module's `jobs`, in the table's order. */
@@ -389,7 +421,7 @@ export function resolveOptions(
     jobShutdown: given.jobShutdown ?? 5000,
     mode: given.mode ?? 'auto',
     exclusive: given.exclusive ?? false,
-    retry: resolveRetry(given.retry),
+    retry: resolveRetry(where, given.retry, given.onOverlap ?? 'run', every),
     delivery: given.delivery ?? 'atMostOnce',
   };
   if (options.delivery === 'atLeastOnce' && !options.exclusive) {

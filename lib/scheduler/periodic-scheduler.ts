@@ -568,7 +568,8 @@ export class PeriodicScheduler {
       if (listening) this.#emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
       waiter?.(outcome);
     }
-    if (retry !== undefined) this.#retryIn(run, retry, error);
+    // A run that timed out without throwing is retried for its signal's reason.
+    if (retry !== undefined) this.#retryIn(run, retry, failed ? error : run.stopError);
     if (this.#runs === undefined) this.#stopping?.drained?.();
   }
 

@@ -224,6 +224,11 @@ export class Run implements Tick, PeriodicContext {
     this.#record = entry;
   }
 
+  /** @internal Why the run was stopped, as its signal's reason; undefined if it was not. */
+  get stopError(): PeriodicAbortError | undefined {
+    return this.#abortError;
+  }
+
   /** @internal True once the run has been stopped by `onOverlap: 'stopPrevious'`. */
   get replaced(): boolean {
     return this.#abortError?.reason === 'stopPrevious';

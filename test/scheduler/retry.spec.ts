@@ -94,6 +94,8 @@ describe('retries', () => {
     await advance(60_000 + 100 + 11 + 100 + 11 + 100);
     expect(log.of('finished').map((event) => event.reason)).toEqual(['timeout', 'timeout', 'timeout']);
     expect(log.of('retrying')).toHaveLength(2);
+    // A run that timed out without throwing: its signal's reason.
+    expect(log.of('retrying')[0].error).toMatchObject({ name: 'PeriodicAbortError', reason: 'timeout' });
     expect(scheduler.status()).toMatchObject({ consecutiveFailures: 1, counts: { started: 3, timeout: 3 } });
     await advance(60_000 + 400);
     expect(scheduler.status().consecutiveFailures).toBe(2);
@@ -136,19 +138,27 @@ describe('retries', () => {
   });
 
   it("with 'stopPrevious', a tick cancels the retry that waits; the slot counts as failed", async () => {
+    const attempts: number[] = [];
+    let calls = 0;
     const { scheduler, log } = startScheduler({
-      every: 1000,
+      every: 10_000,
       onOverlap: 'stopPrevious',
-      retry: { attempts: 1, backoff: { initial: 1500, factor: 1, max: 1500 } },
-      run: fails(100),
+      retry: { attempts: 1, backoff: { initial: 800, factor: 1, max: 800 } },
+      run: ({ attempt }) => {
+        attempts.push(attempt);
+        if (++calls !== 2) throw new Error('failed');
+      },
     });
+    await advance(10_000);
+    expect(log.of('retrying')).toHaveLength(1);
+    // A triggered tick, while the retry waits: the retry is cancelled, and never runs.
+    expect(await scheduler.trigger()).toEqual({ ok: true, jobId: 2 });
     await advance(2000);
-    expect(log.of('started')).toHaveLength(2);
-    expect(scheduler.status().consecutiveFailures).toBe(1);
-    await advance(1000);
-    // Each slot's retry is cancelled by the next slot before its wait is over: no retry ever starts.
-    expect(log.of('started').map((event) => event.jobId)).toEqual([1, 2, 3]);
-    expect(scheduler.status()).toMatchObject({ consecutiveFailures: 2, counts: { started: 3, error: 3 } });
+    expect(attempts).toEqual([1, 1]);
+    expect(scheduler.status()).toMatchObject({
+      consecutiveFailures: 0,
+      counts: { started: 2, error: 1, normal: 1 },
+    });
     await scheduler.stop();
   });
 
@@ -201,24 +211,43 @@ describe('retries', () => {
   });
 
   it('refuses options that make no retry, naming the job, the option and the value', () => {
-    for (const retry of [
-      { attempts: -1 },
-      { attempts: 1.5 },
-      { attempts: 1, backoff: { initial: 0 } },
-      { attempts: 1, backoff: { initial: 2000, max: 1000 } },
-      { attempts: 1, backoff: { factor: 0.5 } },
-      { attempts: 1, tries: 2 },
-      3,
-    ]) {
-      expect(
-        () =>
-          new PeriodicScheduler({ name: 'job', every: 1000, retry: retry as never, run: () => undefined }),
-      ).toThrow(PeriodicConfigError);
-      expect(
-        () =>
-          new PeriodicScheduler({ name: 'job', every: 1000, retry: retry as never, run: () => undefined }),
-      ).toThrow(/job "job": "retry" must be \{ attempts, backoff\?/);
+    for (const [retry, message] of [
+      [{ attempts: -1 }, '"retry": "attempts" must be an integer ≥ 0, the runs after the first, got -1'],
+      [{ attempts: 1.5 }, '"retry": "attempts" must be an integer ≥ 0, the runs after the first, got 1.5'],
+      [
+        { attempts: 1, backoff: { initial: 0 } },
+        '"retry.backoff": "initial" must be an integer number of milliseconds ≥ 1, got 0',
+      ],
+      [
+        { attempts: 1, backoff: { max: 500 } },
+        '"retry.backoff.max" must be at least "initial" (1000ms, its default), got 500',
+      ],
+      [{ attempts: 1, backoff: { factor: 0.5 } }, '"retry.backoff": "factor" must be a number ≥ 1, got 0.5'],
+      [{ attempts: 1, attemps: 2 }, '"retry": unknown option "attemps"; did you mean "attempts"?'],
+      [
+        { attempts: 1, backoff: { inital: 5 } },
+        '"retry.backoff": unknown option "inital"; did you mean "initial"?',
+      ],
+      [3, '"retry" must be an object { attempts, backoff?: { initial, factor, max } }, got 3'],
+    ] as const) {
+      const make = () =>
+        new PeriodicScheduler({ name: 'job', every: 1000, retry: retry as never, run: () => undefined });
+      expect(make).toThrow(PeriodicConfigError);
+      expect(make).toThrow(`job "job": ${message}`);
     }
+    // The next slot would cancel every retry.
+    expect(
+      () =>
+        new PeriodicScheduler({
+          name: 'job',
+          every: 1000,
+          onOverlap: 'stopPrevious',
+          retry: { attempts: 1, backoff: { initial: 1000 } },
+          run: () => undefined,
+        }),
+    ).toThrow(
+      /"retry" with onOverlap 'stopPrevious' waits 1000ms \(backoff.initial\) before its first retry/,
+    );
     expect(
       new PeriodicScheduler({ name: 'job', every: 1000, retry: { attempts: 0 }, run: () => undefined })
         .options.retry,
