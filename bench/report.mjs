@@ -385,7 +385,7 @@ export function fleet() {
 export function fleetView() {
   const path = join(import.meta.dirname, 'results', 'fleet-view.json');
   if (!existsSync(path)) return [];
-  const { date, node, triggers, history, recording = [] } = JSON.parse(readFileSync(path, 'utf8'));
+  const { date, node, triggers, history, recording = [], note } = JSON.parse(readFileSync(path, 'utf8'));
   const store = (name) => (name === 'redis' ? 'Redis' : 'PostgreSQL');
   const rows = recording.map((r) => [
     store(r.store),
@@ -414,6 +414,7 @@ export function fleetView() {
     `Written by \`node --expose-gc bench/fleet-view.mjs\` (after \`npm run build\`; run ${date}, Node ${node}), in`,
     '`bench/results/fleet-view.json`. The fleet scenarios are those of section 8 (`bench/fleet.mjs`, a window of',
     "30 s), with the module's `history` on (the default: every run recorded in the store) and off.",
+    ...(note === undefined ? [] : [note]),
     '',
     `| ${head.join(' | ')} |`,
     `|${head.map(() => ' --- ').join('|')}|`,

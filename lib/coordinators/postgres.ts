@@ -92,11 +92,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   /** The jobs' run histories, and what their runs tell of successes and failures: `table_runs`, `table_summary`. */
   readonly #runs: string;
   readonly #summary: string;
-  /** The runs recorded at their start, whose record is replaced when they end. */
-  readonly #open = new Set<string>();
   /** Triggers left for the holders, and their answers: `table_trigger`. */
   readonly #triggers: string;
-
+  /** The table's name without its schema, which names its index. */
+  readonly #tableName: string;
   /** How long a lease lasts unless renewed, in ms. */
   readonly leaseMs: number;
   readonly #pool: PostgresQueryable;
@@ -126,6 +125,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     this.#runs = quoted(`${table}_runs`);
     this.#summary = quoted(`${table}_summary`);
     this.#triggers = quoted(`${table}_trigger`);
+    this.#tableName = table.split('.').at(-1)!;
     this.leaseMs = leaseMs;
   }
 
@@ -352,38 +352,35 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   }
 
   /**
-   * One statement. Each job keeps its runs in a ring of `keep` rows: its summary numbers the runs added (`seq`)
-   * and says where the newest is (`head`), with its last success and its failures since; a new run takes the
-   * row `seq % keep`, over the oldest, and a run whose start this coordinator recorded has its record replaced
-   * (by its end). Every write is an update of a row in place, which leaves the table's one index alone.
+   * One statement: each job's summary counts the runs added (its `seq`, which numbers its runs), its last success
+   * and its failures since; each new run is inserted with the next number, each known one has its record
+   * replaced (its start, by its end), and the runs numbered `keep` or more below the job's latest are deleted:
+   * an index range of the job, not a count of its runs.
    */
   async recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
     const outcome = ({ reason }: PeriodicRunEntry) =>
       reason === 'normal' ? 'ok' : reason !== null && FAILED_RUNS.has(reason) ? 'fail' : null;
     await this.#query(
       `WITH given AS (
-         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[],
-                              $8::boolean[])
-           WITH ORDINALITY AS given(name, id, started_at, record, outcome, finished_at, open, i)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[])
+           WITH ORDINALITY AS given(name, id, started_at, record, outcome, finished_at, i)
        ), marked AS (
-         SELECT given.*, CASE WHEN given.open THEN (
-           SELECT run.pos FROM ${this.#runs} AS run WHERE run.name = given.name AND run.id = given.id) END AS known
+         SELECT given.*, NOT EXISTS (
+           SELECT FROM ${this.#runs} AS run WHERE run.name = given.name AND run.id = given.id) AS fresh
          FROM given
        ), succeeded AS (
          SELECT name, max(finished_at) AS at FROM given WHERE outcome = 'ok' GROUP BY name
        ), tally AS (
-         SELECT marked.name, succeeded.at, count(*) FILTER (WHERE known IS NULL) AS added,
+         SELECT marked.name, succeeded.at, count(*) FILTER (WHERE fresh) AS added,
                 count(*) FILTER (WHERE outcome = 'fail' AND (succeeded.at IS NULL OR finished_at > succeeded.at))
                   AS failed
          FROM marked LEFT JOIN succeeded ON succeeded.name = marked.name
          GROUP BY marked.name, succeeded.at
        ), counted AS (
-         INSERT INTO ${this.#summary} AS summary (name, seq, head, last_success, failures)
-         SELECT name, added, (added % $7)::integer, at, failed FROM tally ORDER BY name
+         INSERT INTO ${this.#summary} AS summary (name, seq, last_success, failures)
+         SELECT name, added, at, failed FROM tally ORDER BY name
          ON CONFLICT (name) DO UPDATE SET
            seq = summary.seq + excluded.seq,
-           head = CASE WHEN excluded.seq = 0 THEN summary.head
-                  ELSE ((summary.seq + excluded.seq) % $7)::integer END,
            last_success = coalesce(excluded.last_success, summary.last_success),
            failures = CASE WHEN excluded.last_success IS NULL THEN summary.failures + excluded.failures
                       ELSE excluded.failures END
@@ -392,17 +389,17 @@ export class PostgresCoordinator implements PeriodicCoordinator {
          SELECT marked.name, marked.id, marked.started_at, marked.record,
                 counted.seq - tally.added + row_number() OVER (PARTITION BY marked.name ORDER BY marked.i) AS seq
          FROM marked JOIN counted ON counted.name = marked.name JOIN tally ON tally.name = marked.name
-         WHERE marked.known IS NULL
-       ), placed AS (
-         INSERT INTO ${this.#runs} AS run (name, pos, seq, id, started_at, record)
-         SELECT name, (seq % $7)::integer, seq, id, started_at, record FROM numbered
-         WHERE seq > (SELECT counted.seq FROM counted WHERE counted.name = numbered.name) - $7
-         ORDER BY name, seq
-         ON CONFLICT (name, pos) DO UPDATE SET
-           seq = excluded.seq, id = excluded.id, started_at = excluded.started_at, record = excluded.record
+         WHERE marked.fresh
+       ), inserted AS (
+         INSERT INTO ${this.#runs} (name, id, seq, started_at, record)
+         SELECT name, id, seq, started_at, record FROM numbered ORDER BY name, seq
+         ON CONFLICT (name, id) DO UPDATE SET record = excluded.record
+       ), replaced AS (
+         UPDATE ${this.#runs} AS run SET record = marked.record
+         FROM marked WHERE NOT marked.fresh AND run.name = marked.name AND run.id = marked.id
        )
-       UPDATE ${this.#runs} AS run SET record = marked.record
-       FROM marked WHERE marked.known IS NOT NULL AND run.name = marked.name AND run.pos = marked.known`,
+       DELETE FROM ${this.#runs} AS run USING counted
+       WHERE run.name = counted.name AND run.seq <= counted.seq - $7`,
       [
         runs.map(({ name }) => name),
         runs.map(({ id }) => id),
@@ -411,8 +408,6 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         runs.map(outcome),
         runs.map(({ finishedAt }) => finishedAt),
         keep,
-        // Whether this coordinator recorded the run's start: only then is its row looked for.
-        runs.map(({ id, reason }) => (reason === null ? (this.#open.add(id), false) : this.#open.delete(id))),
       ],
     );
   }
@@ -432,8 +427,8 @@ export class PostgresCoordinator implements PeriodicCoordinator {
               lease.expires_at > clock_timestamp() AS held,
               (extract(epoch FROM lease.expires_at) * 1000)::bigint AS until,
               summary.last_success, summary.failures,
-              (SELECT record FROM ${this.#runs} AS run WHERE run.name = wanted.name AND run.pos = summary.head
-                 AND run.seq = summary.seq) AS last_run
+              (SELECT record FROM ${this.#runs} AS run WHERE run.name = wanted.name
+               ORDER BY run.seq DESC LIMIT 1) AS last_run
        FROM unnest($1::text[]) WITH ORDINALITY AS wanted(name, i)
        LEFT JOIN ${this.table} AS lease ON lease.name = wanted.name
        LEFT JOIN ${this.#summary} AS summary ON summary.name = wanted.name
@@ -564,13 +559,13 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       )`,
       `CREATE TABLE IF NOT EXISTS ${this.#runs} (
         name text NOT NULL,
-        pos integer NOT NULL,
-        seq bigint NOT NULL,
         id text NOT NULL,
+        seq bigint NOT NULL,
         started_at bigint NOT NULL,
         record text NOT NULL,
-        PRIMARY KEY (name, pos)
-      ) WITH (fillfactor = 70)`,
+        PRIMARY KEY (name, id)
+      )`,
+      `CREATE INDEX IF NOT EXISTS "${this.#tableName}_runs_seq" ON ${this.#runs} (name, seq)`,
       `CREATE TABLE IF NOT EXISTS ${this.#triggers} (
         id text PRIMARY KEY,
         name text NOT NULL,
@@ -581,7 +576,6 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       `CREATE TABLE IF NOT EXISTS ${this.#summary} (
         name text PRIMARY KEY,
         seq bigint NOT NULL DEFAULT 0,
-        head integer NOT NULL DEFAULT 0,
         last_success bigint,
         failures integer NOT NULL DEFAULT 0
       )`,
