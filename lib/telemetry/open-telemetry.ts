@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Attributes, Context, Span } from '@opentelemetry/api';
+import type { Attributes, Context, Link, Span, SpanContext } from '@opentelemetry/api';
 import { LOGGER_CONTEXT } from '../nest/constants.js';
 import { PeriodicEvents } from '../nest/events.js';
 import { logError } from '../nest/logger.js';
@@ -62,6 +62,8 @@ export class RunTelemetry {
   private readonly tracer;
   /** The spans of the runs in flight, by job and run. */
   private readonly spans = new Map<string, Map<number, Span>>();
+  /** Each job's latest first attempt of a slot: its slot and its span, which the spans of its retries link to. */
+  private readonly firsts = new Map<string, { slot: number; context: SpanContext }>();
   private readonly logger = new Logger(LOGGER_CONTEXT);
   /**
    * What failed and was logged, making spans or recording what runs did: the next such failures are not
@@ -119,9 +121,16 @@ export class RunTelemetry {
     try {
       const attributes: Attributes = { 'periodic.job.name': name, 'periodic.job.id': jobId };
       if (fencingToken !== undefined) attributes['periodic.fencing_token'] = fencingToken;
-      // A retry is a span of its own, which says its attempt.
-      if (attempt > 1) attributes['periodic.attempt'] = attempt;
-      const span = this.tracer.startSpan(`periodic ${name}`, { attributes });
+      // A retry is a span of its own, which says its attempt and links to its slot's first attempt.
+      const slot = context.scheduledDate.getTime();
+      let links: Link[] | undefined;
+      if (attempt > 1) {
+        attributes['periodic.attempt'] = attempt;
+        const first = this.firsts.get(name);
+        if (first?.slot === slot) links = [{ context: first.context }];
+      }
+      const span = this.tracer.startSpan(`periodic ${name}`, { attributes, links });
+      if (attempt === 1) this.firsts.set(name, { slot, context: span.spanContext() });
       let runs = this.spans.get(name);
       if (runs === undefined) this.spans.set(name, (runs = new Map()));
       runs.set(jobId, span);

@@ -113,6 +113,28 @@ describe('telemetry: true', () => {
     ]);
   });
 
+  it("a retry is a span of its own, with its attempt, linked to its slot's first attempt", async () => {
+    spans.reset();
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false, telemetry: true })],
+    });
+    let calls = 0;
+    app.registry.add(
+      'flaky',
+      () => {
+        if (++calls === 1) throw new Error('connection reset');
+      },
+      { every: 60_000, retry: { attempts: 1, backoff: { initial: 10, factor: 1, max: 10 } } },
+    );
+    await app.registry.syncTick('flaky');
+    await app.events.once('finished', (event) => event.name === 'flaky');
+    const [first, retry] = spans.getFinishedSpans().filter(ofJob('flaky'));
+    expect(first.attributes).not.toHaveProperty('periodic.attempt');
+    expect(retry.attributes).toMatchObject({ 'periodic.attempt': 2, 'periodic.exit_reason': 'normal' });
+    expect(retry.spanContext().spanId).not.toBe(first.spanContext().spanId);
+    expect(retry.links.map((link) => link.context.spanId)).toEqual([first.spanContext().spanId]);
+  });
+
   it("the run's span is active while its code runs: a span started there, even after an await, is its child", async () => {
     spans.reset();
     const app = await createApp({
