@@ -16,6 +16,7 @@ import type {
 } from '../scheduler/coordinator-port.js';
 import { now } from '../scheduler/deadline-timer.js';
 import { checkedOptions } from '../scheduler/rules.js';
+import { newestFirst } from '../scheduler/history.js';
 import { LEASE_MS } from './replies.js';
 
 /** Options of {@link InMemoryCoordinator}. */
@@ -177,11 +178,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   }
 
   async readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
-    return (this.histories.get(name) ?? [])
-      .filter((run) => before === null || run.startedAt < before)
-      .sort((a, b) => b.startedAt - a.startedAt)
-      .slice(0, limit)
-      .map(copyOf);
+    return newestFirst(this.histories.get(name) ?? [], limit, before).map(copyOf);
   }
 
   async readFleet(names: string[]): Promise<PeriodicFleetRead[]> {

@@ -17,6 +17,7 @@ import type {
 } from '../scheduler/coordinator-port.js';
 import { describeValue, isError } from '../scheduler/errors.js';
 import { FAILED_RUNS } from '../scheduler/events.js';
+import { newestFirst } from '../scheduler/history.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import {
   integerReply,
@@ -688,11 +689,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
   async readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
     const reply = await this.#readList(1, this.#runs(name));
     if (!Array.isArray(reply)) throw new Error(`Redis answered ${describeValue(reply)} to LRANGE`);
-    return reply
-      .map((json) => runOf(String(json)))
-      .filter((run) => before === null || run.startedAt < before)
-      .sort((a, b) => b.startedAt - a.startedAt)
-      .slice(0, limit);
+    return newestFirst(
+      reply.map((json) => runOf(String(json))),
+      limit,
+      before,
+    );
   }
 
   /** In scripts of at most STEP / 4 jobs each, sent together. */
