@@ -16,7 +16,7 @@ import type {
 } from '../scheduler/coordinator-port.js';
 import { now } from '../scheduler/deadline-timer.js';
 import { checkedOptions } from '../scheduler/rules.js';
-import { newestFirst } from '../scheduler/history.js';
+import { newestFirst, outcomeOf } from '../scheduler/history.js';
 import { LEASE_MS } from './replies.js';
 
 /** Options of {@link InMemoryCoordinator}. */
@@ -168,11 +168,11 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       if (at >= 0) history[at] = copyOf(run);
       else history.push(copyOf(run));
       this.histories.set(run.name, history.slice(-keep));
-      if (run.reason === null) continue;
       const outcome = this.outcomes.get(run.name) ?? { lastSucceededAt: null, consecutiveFailures: 0 };
-      if (run.reason === 'normal')
+      const told = outcomeOf(run);
+      if (told === 'ok')
         this.outcomes.set(run.name, { lastSucceededAt: run.finishedAt, consecutiveFailures: 0 });
-      else if (run.reason !== 'shutdown')
+      else if (told === 'fail')
         this.outcomes.set(run.name, { ...outcome, consecutiveFailures: outcome.consecutiveFailures + 1 });
     }
   }

@@ -15,7 +15,7 @@ import type {
   PeriodicTriggerState,
 } from '../scheduler/coordinator-port.js';
 import { describeValue } from '../scheduler/errors.js';
-import { FAILED_RUNS } from '../scheduler/events.js';
+import { outcomeOf } from '../scheduler/history.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import {
   integerReply,
@@ -358,8 +358,6 @@ export class PostgresCoordinator implements PeriodicCoordinator {
    * an index range of the job, not a count of its runs.
    */
   async recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
-    const outcome = ({ reason }: PeriodicRunEntry) =>
-      reason === 'normal' ? 'ok' : reason !== null && FAILED_RUNS.has(reason) ? 'fail' : null;
     await this.#query(
       `WITH given AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[])
@@ -405,7 +403,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         runs.map(({ id }) => id),
         runs.map(({ startedAt }) => startedAt),
         runs.map((run) => JSON.stringify({ v: RECORD_VERSION, ...run })),
-        runs.map(outcome),
+        runs.map(outcomeOf),
         runs.map(({ finishedAt }) => finishedAt),
         keep,
       ],

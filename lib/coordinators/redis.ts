@@ -16,8 +16,7 @@ import type {
   PeriodicTriggerState,
 } from '../scheduler/coordinator-port.js';
 import { describeValue, isError } from '../scheduler/errors.js';
-import { FAILED_RUNS } from '../scheduler/events.js';
-import { newestFirst } from '../scheduler/history.js';
+import { newestFirst, outcomeOf } from '../scheduler/history.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import {
   integerReply,
@@ -672,8 +671,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
         let how = 'push';
         if (run.reason === null) this.#open.add(id);
         else if (this.#open.delete(id)) how = 'replace';
-        const outcome =
-          run.reason === 'normal' ? 'ok' : run.reason !== null && FAILED_RUNS.has(run.reason) ? 'fail' : '';
+        const outcome = outcomeOf(run) ?? '';
         batch.keys.push(this.#runs(run.name));
         batch.args.push(run.name, mark, how, outcome, run.finishedAt ?? '', json);
       }

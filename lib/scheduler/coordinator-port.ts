@@ -97,6 +97,11 @@ export interface PeriodicRunEntry {
   reason: JobExitReason | null;
   durationMs: number | null;
   error: { name: string; message: string } | null;
+  /**
+   * A failed run whose slot runs again (`retry`): its slot has not failed yet, and the fleet's
+   * `consecutiveFailures` does not count it. Absent otherwise.
+   */
+  retrying?: true;
 }
 
 /** What the store knows of a job of the fleet, as `readFleet` reads it. */

@@ -2,7 +2,7 @@
 // the fleet's, kept by its coordinator; every other job keeps the latest in this process's memory.
 import type { PeriodicRunEntry } from './coordinator-port.js';
 import { describeValue, isError } from './errors.js';
-import type { JobExitReason } from './events.js';
+import { FAILED_RUNS, type JobExitReason } from './events.js';
 import { checkedOptions, type OptionRule } from './rules.js';
 
 /** A run of a job, as `history()` reads it. */
@@ -120,11 +120,23 @@ export function finish(
   reason: JobExitReason,
   durationMs: number,
   error: PeriodicRunEntry['error'],
+  retrying: boolean,
 ): void {
   entry.finishedAt = entry.startedAt + Math.round(durationMs);
   entry.reason = reason;
   entry.durationMs = durationMs;
   entry.error = error;
+  if (retrying) entry.retrying = true;
+}
+
+/**
+ * What an ended run tells of its job's slots: `'ok'` for a success, `'fail'` for a slot that failed (a failed run
+ * with no retry to follow), null for neither (a run in flight, a shutdown, a failure that will be retried). The
+ * coordinators count the fleet's `consecutiveFailures` by it.
+ */
+export function outcomeOf({ reason, retrying }: PeriodicRunEntry): 'ok' | 'fail' | null {
+  if (reason === 'normal') return 'ok';
+  return reason !== null && FAILED_RUNS.has(reason) && retrying !== true ? 'fail' : null;
 }
 
 /** A record as `history()` returns it. */

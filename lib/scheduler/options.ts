@@ -61,8 +61,8 @@ export type Delivery = 'atMostOnce' | 'atLeastOnce';
 
 /** The `retry` option of a job. */
 export interface PeriodicRetry {
-  /** How many times a failed run is run again, an integer ≥ 0. */
-  attempts: number;
+  /** How many times a failed run is run again, an integer ≥ 0. @default 0 */
+  attempts?: number;
   /** The waits before the retries: `initial` and `max` integer ms ≥ 1 (`max ≥ initial`), `factor` ≥ 1. */
   backoff?: { initial?: number; factor?: number; max?: number };
 }
@@ -252,7 +252,7 @@ export const JOB_OPTIONS = {
     valid: "`'atMostOnce'`, `'atLeastOnce'`",
     default: "`'atMostOnce'`",
     meaning:
-      'exclusive jobs: `atLeastOnce` runs a slot whose holder died or lost its lease mid-run again on the next holder ([failures](docs/failures.md))',
+      'exclusive jobs: `atLeastOnce` runs a slot whose run did not end by itself (its holder died, shut down or lost its lease) again on the next holder ([failures](docs/failures.md))',
     example: { every: 60_000, exclusive: true, delivery: 'atLeastOnce' },
   },
 } satisfies Record<keyof PeriodicOptions, JobOption>;
@@ -260,14 +260,16 @@ export const JOB_OPTIONS = {
 /** The backoff of a retry when the job does not set it. */
 const BACKOFF = { initial: 1000, factor: 2, max: 60_000 };
 
+/** No retry: the default. */
+const RETRY_NONE: ResolvedRetry = { attempts: 0, backoff: BACKOFF };
+
 const isPlainObject = (value: unknown) =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const RETRY_RULES = {
   attempts: {
     accepts: (v) => Number.isSafeInteger(v) && (v as number) >= 0,
-    expected: 'an integer ≥ 0, the runs after the first',
-    required: true,
+    expected: 'an integer ≥ 0 (how many times a failed run runs again)',
   },
   backoff: {
     accepts: isPlainObject,
@@ -286,18 +288,18 @@ const BACKOFF_RULES = {
 
 /**
  * A job's `retry`, each of its fields checked (the option itself was checked to be an object), with its
- * defaults; `onOverlap` and `every` as the job has them.
+ * defaults; `onOverlap` and its interval (`every`, or its calendar) as the job has them.
  */
 function resolveRetry(
   where: string,
   retry: PeriodicRetry | undefined,
   onOverlap: OverlapPolicy,
-  every: number | undefined,
+  interval: { every: number } | { calendar: Calendar },
 ): ResolvedRetry {
-  if (retry === undefined) return { attempts: 0, backoff: BACKOFF };
+  if (retry === undefined) return RETRY_NONE;
   const example = '{ attempts: 3, backoff: { initial: 1000, factor: 2, max: 60_000 } }';
   const checked = checkedOptions(`${where}: "retry"`, retry, RETRY_RULES, example);
-  const { attempts, backoff } = checked as unknown as PeriodicRetry;
+  const { attempts = 0, backoff } = checked as unknown as PeriodicRetry;
   const given = checkedOptions(
     `${where}: "retry.backoff"`,
     backoff ?? {},
@@ -307,18 +309,30 @@ function resolveRetry(
   const resolved = { ...BACKOFF, ...(given as Partial<typeof BACKOFF>) };
   if (resolved.max < resolved.initial) {
     throw new PeriodicConfigError(
-      `${where}: "retry.backoff.max" must be at least "initial" (${resolved.initial}ms` +
-        `${given.initial === undefined ? ', its default' : ''}), got ${resolved.max}; give a larger max, or a ` +
-        'smaller initial',
+      given.max === undefined
+        ? `${where}: "retry.backoff.initial" must be at most "max" (${resolved.max}ms, its default), got ` +
+            `${resolved.initial}; give a smaller initial, or a max at least as large`
+        : `${where}: "retry.backoff.max" must be at least "initial" (${resolved.initial}ms` +
+            `${given.initial === undefined ? ', its default' : ''}), got ${resolved.max}; give a larger max, or a ` +
+            'smaller initial',
     );
   }
   // The next slot cancels a retry that waits (stopPrevious): one that waits the whole interval never runs.
-  if (onOverlap === 'stopPrevious' && every !== undefined && attempts > 0 && resolved.initial >= every) {
-    throw new PeriodicConfigError(
-      `${where}: "retry" with onOverlap 'stopPrevious' waits ${resolved.initial}ms (backoff.initial) before its ` +
-        `first retry, not less than "every" (${every}ms): each slot would cancel the retry of the one before, ` +
-        "and no retry would ever run; give a backoff.initial shorter than every, or onOverlap 'ignore' or 'run'",
-    );
+  if (onOverlap === 'stopPrevious' && attempts > 0) {
+    const [gap, named] =
+      'every' in interval
+        ? [interval.every, `"every" (${interval.every}ms)`]
+        : [
+            interval.calendar.shortestGap(),
+            `the shortest gap between the slots of "cron" (${interval.calendar.shortestGap()}ms)`,
+          ];
+    if (resolved.initial >= gap) {
+      throw new PeriodicConfigError(
+        `${where}: "retry" with onOverlap 'stopPrevious' waits ${resolved.initial}ms (backoff.initial) before its ` +
+          `first retry, not less than ${named}: each slot would cancel the retry of the one before, ` +
+          "and no retry would ever run; give a backoff.initial shorter than that, or onOverlap 'ignore' or 'run'",
+      );
+    }
   }
   return { attempts, backoff: resolved };
 }
@@ -407,6 +421,14 @@ export function resolveOptions(
       throw jitterTooLong(where, jitter, `the shortest gap between the slots of "cron" (${gap}ms)`);
     }
   }
+  let retry: ResolvedRetry;
+  try {
+    const interval = calendar === undefined ? { every: every! } : { calendar };
+    retry = resolveRetry(where, given.retry, given.onOverlap ?? 'run', interval);
+  } catch (error) {
+    calendar?.release();
+    throw error;
+  }
   const options: ResolvedPeriodicOptions = {
     name: given.name!,
     every: every ?? 0,
@@ -421,7 +443,7 @@ export function resolveOptions(
     jobShutdown: given.jobShutdown ?? 5000,
     mode: given.mode ?? 'auto',
     exclusive: given.exclusive ?? false,
-    retry: resolveRetry(where, given.retry, given.onOverlap ?? 'run', every),
+    retry,
     delivery: given.delivery ?? 'atMostOnce',
   };
   if (options.delivery === 'atLeastOnce' && !options.exclusive) {

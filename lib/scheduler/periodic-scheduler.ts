@@ -545,7 +545,7 @@ export class PeriodicScheduler {
     const entry = run.record;
     const history = this.#history;
     if (entry !== undefined && history !== false) {
-      finish(entry, reason, durationMs, failed ? errorOf(error, history.errors) : null);
+      finish(entry, reason, durationMs, failed ? errorOf(error, history.errors) : null, retry !== undefined);
       // One kept in memory is in its ring already.
       this.#recordsTo?.record(entry, history.keep);
     }
@@ -1038,6 +1038,11 @@ export class PeriodicScheduler {
           })
         : (this.#audit?.latest(limit) ?? []);
     return entries.map((entry) => auditEntry(this.name, entry));
+  }
+
+  /** @internal What a run's error shows, in the history and wherever else it is shown (the dashboard). */
+  get errorsShown(): 'message' | 'name' {
+    return this.#history === false ? HISTORY_DEFAULTS.errors : this.#history.errors;
   }
 
   /** How many runs, and entries of the audit trail, the job keeps. */

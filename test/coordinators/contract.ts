@@ -551,6 +551,11 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         assert.equal(fleet.consecutiveFailures, 2);
         assert.deepEqual(fleet.lastRun, run(4, 'error'));
         assert.equal(other.lastRun?.reason, null);
+        // A failed run whose slot runs again is not a failed slot yet.
+        await store.recordRuns([{ ...run(5, 'error'), retrying: true }], 3);
+        const [retried] = await store.readFleet([name]);
+        assert.equal(retried.consecutiveFailures, 2);
+        assert.equal(retried.lastRun?.jobId, 5);
         assert.deepEqual(unknown, {
           name: unknown.name,
           holder: null,

@@ -107,6 +107,25 @@ describe('retries', () => {
     expect(log.of('retrying')).toHaveLength(4);
   });
 
+  it("an exclusive job's slot that fails after its last attempt counts once across the fleet too", async () => {
+    const { scheduler, log } = startScheduler({
+      every: 60_000,
+      exclusive: true,
+      coordinator: new InMemoryCoordinator(),
+      retry: { attempts: 2, backoff: { initial: 10, factor: 1, max: 10 } },
+      run: fails(100),
+    });
+    await advance(60_000 + 11 + 11);
+    expect(log.of('finished').map((event) => event.reason)).toEqual(['error', 'error', 'error']);
+    await flush();
+    expect(scheduler.status().consecutiveFailures).toBe(1);
+    expect((await scheduler.fleetStatus()).consecutiveFailures).toBe(1);
+    await advance(60_000 + 11 + 11);
+    await flush();
+    expect((await scheduler.fleetStatus()).consecutiveFailures).toBe(2);
+    await scheduler.stop();
+  });
+
   it('the wait is capped at max', async () => {
     const { scheduler, log } = startScheduler({
       every: 600_000,
@@ -212,8 +231,14 @@ describe('retries', () => {
 
   it('refuses options that make no retry, naming the job, the option and the value', () => {
     for (const [retry, message] of [
-      [{ attempts: -1 }, '"retry": "attempts" must be an integer ≥ 0, the runs after the first, got -1'],
-      [{ attempts: 1.5 }, '"retry": "attempts" must be an integer ≥ 0, the runs after the first, got 1.5'],
+      [
+        { attempts: -1 },
+        '"retry": "attempts" must be an integer ≥ 0 (how many times a failed run runs again), got -1',
+      ],
+      [
+        { attempts: 1.5 },
+        '"retry": "attempts" must be an integer ≥ 0 (how many times a failed run runs again), got 1.5',
+      ],
       [
         { attempts: 1, backoff: { initial: 0 } },
         '"retry.backoff": "initial" must be an integer number of milliseconds ≥ 1, got 0',
@@ -221,6 +246,10 @@ describe('retries', () => {
       [
         { attempts: 1, backoff: { max: 500 } },
         '"retry.backoff.max" must be at least "initial" (1000ms, its default), got 500',
+      ],
+      [
+        { attempts: 1, backoff: { initial: 70_000 } },
+        '"retry.backoff.initial" must be at most "max" (60000ms, its default), got 70000',
       ],
       [{ attempts: 1, backoff: { factor: 0.5 } }, '"retry.backoff": "factor" must be a number ≥ 1, got 0.5'],
       [{ attempts: 1, attemps: 2 }, '"retry": unknown option "attemps"; did you mean "attempts"?'],
@@ -248,9 +277,21 @@ describe('retries', () => {
     ).toThrow(
       /"retry" with onOverlap 'stopPrevious' waits 1000ms \(backoff.initial\) before its first retry/,
     );
+    // A cron job: its shortest gap between slots.
     expect(
-      new PeriodicScheduler({ name: 'job', every: 1000, retry: { attempts: 0 }, run: () => undefined })
-        .options.retry,
+      () =>
+        new PeriodicScheduler({
+          name: 'job',
+          cron: '* * * * * *',
+          timezone: 'UTC',
+          onOverlap: 'stopPrevious',
+          retry: { attempts: 1 },
+          run: () => undefined,
+        }),
+    ).toThrow(/not less than the shortest gap between the slots of "cron" \(1000ms\)/);
+    // attempts defaults to 0, as the SPEC says.
+    expect(
+      new PeriodicScheduler({ name: 'job', every: 1000, retry: {}, run: () => undefined }).options.retry,
     ).toEqual({
       attempts: 0,
       backoff: { initial: 1000, factor: 2, max: 60_000 },
