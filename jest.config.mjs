@@ -13,6 +13,7 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     '^nestjs-periodic$': '<rootDir>/lib/index.ts',
     '^nestjs-periodic/terminus$': '<rootDir>/lib/terminus/index.ts',
+    '^nestjs-periodic/dashboard$': '<rootDir>/lib/dashboard/index.ts',
   },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
 };

@@ -83,6 +83,7 @@ describe('the code blocks of the documentation', () => {
       paths: {
         'nestjs-periodic': [join(root, 'lib', 'index.ts')],
         'nestjs-periodic/terminus': [join(root, 'lib', 'terminus', 'index.ts')],
+        'nestjs-periodic/dashboard': [join(root, 'lib', 'dashboard', 'index.ts')],
       },
     });
     const errors = ts.getPreEmitDiagnostics(program).map((diagnostic) => {

@@ -66,7 +66,7 @@ describe('the modules of lib/', () => {
     const importers = [...imports()]
       .filter(([, imported]) => imported.some((target) => target.startsWith('@nestjs/')))
       .map(([file]) => file.split('/')[0]);
-    expect(new Set(importers)).toEqual(new Set(['nest', 'terminus', 'telemetry']));
+    expect(new Set(importers)).toEqual(new Set(['nest', 'terminus', 'telemetry', 'dashboard']));
   });
 });
 

@@ -114,34 +114,40 @@ describe('the tarball', () => {
     expect(namingTelemetry).toEqual([]);
   });
 
-  it('gives the health indicator at nestjs-periodic/terminus to import and to require; the root loads no terminus', () => {
-    const esm = nodeOutput(
-      '--input-type=module',
-      '-e',
-      `const m = await import('${manifest.name}/terminus');
-       console.log(JSON.stringify({ file: import.meta.resolve('${manifest.name}/terminus'), names: Object.keys(m) }));`,
-    );
-    expect(esm).toEqual({
-      file: expect.stringMatching(/\/dist\/esm\/terminus\/index\.js$/),
-      names: ['PeriodicHealthIndicator'],
-    });
-    const cjs = nodeOutput(
-      '-e',
-      `const m = require('${manifest.name}/terminus');
-       console.log(JSON.stringify({ file: require.resolve('${manifest.name}/terminus'), names: Object.keys(m) }));`,
-    );
-    expect(cjs).toEqual({
-      file: expect.stringMatching(/\/dist\/cjs\/terminus\/index\.js$/),
-      names: ['PeriodicHealthIndicator'],
-    });
-    const loaded = nodeOutput(
-      '-e',
-      `require('${manifest.name}');
-       const names = Object.keys(require.cache).filter((file) => /@nestjs.terminus|@opentelemetry/.test(file));
+  it.each([
+    ['terminus', ['PeriodicHealthIndicator']],
+    ['dashboard', ['PeriodicDashboardModule']],
+  ])(
+    'gives nestjs-periodic/%s to import and to require; the root loads neither it nor what it needs',
+    (subpath, exported) => {
+      const esm = nodeOutput(
+        '--input-type=module',
+        '-e',
+        `const m = await import('${manifest.name}/${subpath}');
+       console.log(JSON.stringify({ file: import.meta.resolve('${manifest.name}/${subpath}'), names: Object.keys(m) }));`,
+      );
+      expect(esm).toEqual({
+        file: expect.stringMatching(new RegExp(`/dist/esm/${subpath}/index\\.js$`)),
+        names: exported,
+      });
+      const cjs = nodeOutput(
+        '-e',
+        `const m = require('${manifest.name}/${subpath}');
+       console.log(JSON.stringify({ file: require.resolve('${manifest.name}/${subpath}'), names: Object.keys(m) }));`,
+      );
+      expect(cjs).toEqual({
+        file: expect.stringMatching(new RegExp(`/dist/cjs/${subpath}/index\\.js$`)),
+        names: exported,
+      });
+      const loaded = nodeOutput(
+        '-e',
+        `require('${manifest.name}');
+       const names = Object.keys(require.cache).filter((file) => /@nestjs.terminus|@opentelemetry|\\/dashboard\\//.test(file));
        console.log(JSON.stringify({ file: '', names }));`,
-    );
-    expect(loaded.names).toEqual([]);
-  });
+      );
+      expect(loaded.names).toEqual([]);
+    },
+  );
 
   it('is found by `import` as ES modules and by `require` as CommonJS, each with the whole public surface', () => {
     const names = Object.keys(source).sort();
@@ -167,12 +173,14 @@ describe('the tarball', () => {
     writeFileSync(
       join(workspace, 'esm.mts'),
       `import * as periodic from '${manifest.name}';\nimport * as terminus from '${manifest.name}/terminus';\n` +
-        'export const surface = { periodic, terminus };\n',
+        `import * as dashboard from '${manifest.name}/dashboard';\n` +
+        'export const surface = { periodic, terminus, dashboard };\n',
     );
     writeFileSync(
       join(workspace, 'cjs.cts'),
       `import periodic = require('${manifest.name}');\nimport terminus = require('${manifest.name}/terminus');\n` +
-        'export const surface = { periodic, terminus };\n',
+        `import dashboard = require('${manifest.name}/dashboard');\n` +
+        'export const surface = { periodic, terminus, dashboard };\n',
     );
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     const args = [
@@ -205,6 +213,10 @@ describe('the tarball', () => {
     expect(terminus['node16-cjs'].resolution.fileName).toMatch(/\/dist\/cjs\/terminus\/index\.d\.ts$/);
     // TypeScript's old resolution (CommonJS applications on `moduleResolution: node`) reads typesVersions.
     expect(terminus.node10.resolution.fileName).toMatch(/\/dist\/cjs\/terminus\/index\.d\.ts$/);
+    const dashboard = report.analysis.entrypoints['./dashboard'].resolutions;
+    expect(dashboard['node16-esm'].resolution.fileName).toMatch(/\/dist\/esm\/dashboard\/index\.d\.ts$/);
+    expect(dashboard['node16-cjs'].resolution.fileName).toMatch(/\/dist\/cjs\/dashboard\/index\.d\.ts$/);
+    expect(dashboard.node10.resolution.fileName).toMatch(/\/dist\/cjs\/dashboard\/index\.d\.ts$/);
   });
 });
 

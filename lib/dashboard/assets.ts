@@ -1,0 +1,187 @@
+// The dashboard's stylesheet and script, shipped in the package as text and served from its own path: no CDN,
+// no build step, nothing inline (a Content-Security-Policy of 'self', as helmet's default, allows them). The
+// script is plain JavaScript that every current browser runs as it is written here.
+
+/** Colours by exit reason, shared by the chart's bars and the result labels. */
+const STYLE = `
+:root { color-scheme: light dark; --fg: #1b1f24; --muted: #57606a; --bg: #fff; --line: #d0d7de; --head: #f6f8fa;
+  --up: #1a7f37; --down: #cf222e; --focus: #0969da; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --muted: #9198a1; --bg: #0d1117; --line: #30363d;
+  --head: #161b22; --up: #3fb950; --down: #f85149; --focus: #58a6ff; } }
+* { box-sizing: border-box; }
+body { margin: 0 auto; padding: 1rem; max-width: 90rem; color: var(--fg); background: var(--bg); }
+h1 { font-size: 1.5rem; margin: .25rem 0; overflow-wrap: anywhere; }
+h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
+a { color: var(--focus); }
+:focus-visible { outline: 2px solid var(--focus); outline-offset: 2px; }
+small, .intro { color: var(--muted); }
+.hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+.badge { border: 1px solid var(--line); border-radius: 1rem; padding: 0 .5rem; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: .4rem .5rem; border-bottom: 1px solid var(--line); }
+thead th { background: var(--head); font-weight: 600; }
+tbody th { font-weight: 600; overflow-wrap: break-word; }
+code { font-size: .9em; }
+ul.next, ul.legend { list-style: none; margin: .2rem 0 0; padding: 0; font-size: .85em; color: var(--muted); }
+ul.legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+.up { color: var(--up); font-weight: 600; }
+.down { color: var(--down); font-weight: 600; }
+.state.paused { font-weight: 600; }
+.state.stopped { color: var(--down); font-weight: 600; }
+.controls { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; }
+.controls input { flex: 1 1 100%; min-width: 0; padding: .35rem .45rem; font: inherit; border: 1px solid var(--line);
+  border-radius: .35rem; background: var(--bg); color: var(--fg); }
+button { font: inherit; padding: .35rem .75rem; border: 1px solid var(--line); border-radius: .35rem;
+  background: var(--head); color: var(--fg); cursor: pointer; min-height: 2.25rem; }
+button:hover { border-color: var(--focus); }
+button:disabled { opacity: .6; cursor: progress; }
+section.actions { margin: 1rem 0; max-width: 24rem; }
+td[data-label="Actions"] { min-width: 16rem; }
+dl.summary, dl.options { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 1rem 0; }
+dt { font-weight: 600; }
+dd { margin: 0; overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; }
+/* The runs and the audit trail: one line per entry, the table scrolled sideways where it is wider. */
+.scroll th, .scroll td { white-space: nowrap; }
+.scroll td.text { white-space: normal; min-width: 14rem; }
+figure.chart { margin: 0 0 1rem; }
+figure.chart svg { width: 100%; height: 8rem; display: block; border-bottom: 1px solid var(--line); }
+.swatch { display: inline-block; width: .8em; height: .8em; margin-right: .3em; border-radius: 2px; }
+.reason-normal { fill: #1a7f37; background: #1a7f37; }
+.reason-error { fill: #cf222e; background: #cf222e; }
+.reason-timeout { fill: #bc4c00; background: #bc4c00; }
+.reason-killed { fill: #8250df; background: #8250df; }
+.reason-shutdown { fill: #6e7781; background: #6e7781; }
+.reason-leaseLost { fill: #9a6700; background: #9a6700; }
+.reason-running { fill: #0969da; background: #0969da; }
+span.reason { color: #fff; padding: 0 .4rem; border-radius: .3rem; font-size: .85em; }
+.announce { position: sticky; bottom: 0; margin: 1rem 0 0; background: var(--bg); }
+.announce:not(:empty) { padding: .5rem 0; border-top: 1px solid var(--line); }
+.announce.failed { color: var(--down); font-weight: 600; }
+/* A phone: each job is a card, each cell a line with its column's name. The roles keep the table's meaning. */
+@media (max-width: 60rem) {
+  table.jobs, table.jobs thead, table.jobs tbody, table.jobs tr, table.jobs th, table.jobs td { display: block; }
+  table.jobs thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  table.jobs tr { border: 1px solid var(--line); border-radius: .5rem; margin: 0 0 .75rem; padding: .25rem 0; }
+  table.jobs th, table.jobs td { border: 0; padding: .2rem .75rem; }
+  table.jobs td::before { content: attr(data-label); display: block; font-size: .8em; color: var(--muted); }
+  dl.summary, dl.options { grid-template-columns: 1fr; }
+  dd { margin-bottom: .4rem; }
+}
+`;
+
+const SCRIPT = `'use strict';
+(function () {
+  var body = document.body;
+  var api = body.getAttribute('data-api');
+  var announce = document.getElementById('announce');
+  var EVERY = 5000;
+  var DONE = { trigger: 'Triggered', pause: 'Paused', resume: 'Resumed' };
+
+  function say(text, failed) {
+    announce.textContent = text;
+    announce.className = failed ? 'announce failed' : 'announce';
+  }
+
+  // Live parts are matched by the job they belong to and their name, in the page and in a fresh copy of it.
+  function keyOf(element) {
+    var job = element.closest('[data-job]');
+    return (job ? job.getAttribute('data-job') : '') + '\\n' + element.getAttribute('data-live');
+  }
+  function leaves(root) {
+    var found = {};
+    root.querySelectorAll('[data-live]').forEach(function (element) {
+      if (!element.querySelector('[data-live]')) found[keyOf(element)] = element;
+    });
+    return found;
+  }
+  function jobsIn(root) {
+    var names = [];
+    root.querySelectorAll('tr[data-job]').forEach(function (row) { names.push(row.getAttribute('data-job')); });
+    return names.join('\\n');
+  }
+
+  var refreshing = null;
+  function refresh() {
+    if (refreshing) return refreshing;
+    refreshing = fetch(location.href, { headers: { Accept: 'text/html' }, cache: 'no-store', credentials: 'same-origin' })
+      .then(function (response) {
+        if (!response.ok) throw new Error('the dashboard answered ' + response.status);
+        return response.text();
+      })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, 'text/html');
+        var rows = document.querySelector('[data-live="rows"]');
+        var freshRows = fresh.querySelector('[data-live="rows"]');
+        // Jobs added or removed: the whole list again (a note being typed in a row is lost then).
+        if (rows && freshRows && jobsIn(rows) !== jobsIn(freshRows)) rows.innerHTML = freshRows.innerHTML;
+        var now = leaves(fresh);
+        var shown = leaves(document);
+        Object.keys(shown).forEach(function (key) {
+          if (now[key] && now[key].innerHTML !== shown[key].innerHTML) shown[key].innerHTML = now[key].innerHTML;
+        });
+        if (announce.className.indexOf('stale') >= 0) say('');
+      })
+      .catch(function (error) {
+        say('Not refreshed: ' + error.message, true);
+        announce.className = 'announce failed stale';
+      })
+      .then(function () { refreshing = null; });
+    return refreshing;
+  }
+
+  function act(button) {
+    var scope = button.closest('[data-job]');
+    var name = scope.getAttribute('data-job');
+    var action = button.getAttribute('data-action');
+    var noteField = scope.querySelector('input[name="note"]');
+    var note = action !== 'trigger' && noteField ? noteField.value.trim() : '';
+    button.disabled = true;
+    say(action[0].toUpperCase() + action.slice(1) + ' ' + name + '…');
+    fetch(api + '/jobs/' + encodeURIComponent(name) + '/' + action, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      credentials: 'same-origin',
+      body: JSON.stringify(note === '' ? {} : { note: note }),
+    })
+      .then(function (response) {
+        return response.json().then(
+          function (answer) { return { response: response, answer: answer }; },
+          function () { return { response: response, answer: {} }; }
+        );
+      })
+      .then(function (got) {
+        var answer = got.answer;
+        if (!got.response.ok) {
+          say(name + ': ' + action + ' refused (' + got.response.status + ' ' + (answer.message || '') + ')', true);
+        } else if (answer.ok === false) {
+          say(name + ': nothing started (' + answer.error + ')', true);
+        } else {
+          var where = answer.replica ? ' on ' + answer.replica : '';
+          var run = answer.jobId !== undefined ? ', run #' + answer.jobId + where : '';
+          say(DONE[action] + ' ' + name + run);
+          if (noteField && action !== 'trigger') noteField.value = '';
+        }
+      })
+      .catch(function (error) { say(name + ': ' + action + ' failed (' + error.message + ')', true); })
+      .then(function () {
+        button.disabled = false;
+        return refresh();
+      });
+  }
+
+  document.addEventListener('click', function (event) {
+    var button = event.target.closest && event.target.closest('button[data-action]');
+    if (button) act(button);
+  });
+  setInterval(function () {
+    if (document.visibilityState === 'visible') refresh();
+  }, EVERY);
+})();
+`;
+
+/** The assets by file name, with their content types. */
+export const ASSETS: Record<string, { type: string; body: string }> = {
+  'dashboard.css': { type: 'text/css; charset=utf-8', body: STYLE },
+  'dashboard.js': { type: 'text/javascript; charset=utf-8', body: SCRIPT },
+};

@@ -1,0 +1,314 @@
+// The dashboard's two pages, rendered on the server as plain HTML: the list of jobs and a job's own page. They
+// read without JavaScript; the script (assets.ts) refreshes their live parts and sends the operators' actions.
+import type { PeriodicAuditEntry } from '../scheduler/operations.js';
+import type { PeriodicRunRecord } from '../scheduler/history.js';
+import { span, type DashboardJob, type DashboardJobDetail } from './views.js';
+
+/** The options given in milliseconds, which the job's page shows with their unit. */
+const IN_MS = new Set(['every', 'initialDelay', 'jitter', 'timeout', 'jobShutdown']);
+
+/** What every page needs besides its data. */
+export interface PageContext {
+  /** The dashboard's root, relative to the page's own address: works behind any prefix or proxy path. */
+  root: string;
+  access: 'operate' | 'read';
+  /** The replica that serves the page, when there is a coordinator. */
+  replica: string | null;
+  now: number;
+}
+
+/** The colours of the chart and of the results, one per exit reason (and a run in flight). */
+const REASONS = ['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost', 'running'] as const;
+
+export function listPage(jobs: DashboardJob[], page: PageContext): string {
+  const rows = jobs.map((job) => jobRow(job, page)).join('');
+  const body = `
+<main>
+  <h1>Periodic jobs</h1>
+  ${intro(page, `${jobs.length} job${jobs.length === 1 ? '' : 's'}`)}
+  <table class="jobs">
+    <caption class="hidden">Every job, its schedule, state and last run${page.access === 'operate' ? ', and its actions' : ''}</caption>
+    <thead><tr>
+      <th scope="col">Job</th><th scope="col">Schedule</th><th scope="col">State</th><th scope="col">Holder</th>
+      <th scope="col">Next tick</th><th scope="col">Last run</th><th scope="col">Failures</th><th scope="col">Health</th>
+      ${page.access === 'operate' ? '<th scope="col">Actions</th>' : ''}
+    </tr></thead>
+    <tbody data-live="rows">${rows === '' ? '<tr><td colspan="9">No jobs.</td></tr>' : rows}</tbody>
+  </table>
+</main>`;
+  return document('Periodic jobs', body, page);
+}
+
+export function jobPage(
+  job: DashboardJobDetail,
+  runs: PeriodicRunRecord[],
+  audit: PeriodicAuditEntry[],
+  page: PageContext,
+): string {
+  const body = `
+<nav><a href="${page.root}">All jobs</a></nav>
+<main data-job="${esc(job.name)}">
+  <h1>${esc(job.name)}</h1>
+  ${intro(page, job.exclusive ? 'an exclusive job: what this page shows and does is the fleet’s' : 'a job of each process: what this page shows and does is this process’s')}
+  <dl class="summary" data-live="summary">${summary(job, page)}</dl>
+  ${page.access === 'operate' ? actions(job) : ''}
+  <section aria-labelledby="runs-title">
+    <h2 id="runs-title">Runs</h2>
+    <div data-live="runs">${chart(runs)}${runsTable(runs, page)}</div>
+  </section>
+  <section aria-labelledby="audit-title">
+    <h2 id="audit-title">Audit trail</h2>
+    <div data-live="audit">${auditTable(audit, page)}</div>
+  </section>
+  <section aria-labelledby="options-title">
+    <h2 id="options-title">Options</h2>
+    <dl class="options">${Object.entries(job.options)
+      .map(([key, value]) => `<dt>${esc(key)}</dt><dd>${esc(optionText(key, value))}</dd>`)
+      .join('')}</dl>
+  </section>
+</main>`;
+  return document(`${job.name} · Periodic jobs`, body, page);
+}
+
+function optionText(key: string, value: unknown): string {
+  if (typeof value === 'object') return JSON.stringify(value);
+  return typeof value === 'number' && IN_MS.has(key) ? `${value} ms` : String(value);
+}
+
+function document(title: string, body: string, page: PageContext): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">
+<title>${esc(title)}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${page.root}/assets/dashboard.css">
+<script src="${page.root}/assets/dashboard.js" defer></script>
+</head>
+<body data-api="${page.root}/api" data-access="${page.access}">
+${body}
+<p id="announce" class="announce" role="status" aria-live="polite"></p>
+</body>
+</html>
+`;
+}
+
+function intro(page: PageContext, what: string): string {
+  const served = page.replica === null ? '' : ` · served by replica <b>${esc(page.replica)}</b>`;
+  const access = page.access === 'read' ? ' · <span class="badge">read-only</span>' : '';
+  const script = page.access === 'operate' ? '<noscript><p>The actions need JavaScript.</p></noscript>' : '';
+  return `<p class="intro">${esc(what)}${served}${access} · <span data-live="clock">${time(page.now, page.now)}</span></p>${script}`;
+}
+
+function jobRow(job: DashboardJob, page: PageContext): string {
+  const { status, fleetStatus } = job;
+  const href = `${page.root}/jobs/${encodeURIComponent(job.name)}`;
+  const next = fleetStatus?.nextSlot ?? status.nextTickAt;
+  const cells = [
+    ['Schedule', schedule(job, page)],
+    ['State', state(job, page)],
+    ['Holder', holder(job)],
+    ['Next tick', next === null ? '—' : time(next.getTime(), page.now)],
+    ['Last run', lastRun(job, page)],
+    ['Failures', String(fleetStatus?.consecutiveFailures ?? status.consecutiveFailures)],
+    ['Health', health(job)],
+  ];
+  return `<tr data-job="${esc(job.name)}">
+<th scope="row" data-label="Job"><a href="${href}">${esc(job.name)}</a></th>
+${cells.map(([label, html]) => `<td data-label="${label}" data-live="${label}">${html}</td>`).join('')}
+${page.access === 'operate' ? `<td data-label="Actions">${actionControls(job)}</td>` : ''}
+</tr>`;
+}
+
+function actions(job: DashboardJob): string {
+  return `<section class="actions" aria-label="Actions on ${esc(job.name)}" data-job="${esc(job.name)}">${actionControls(job)}</section>`;
+}
+
+/** The note field and the three buttons of a job, named for what they do. */
+function actionControls(job: DashboardJob): string {
+  const name = esc(job.name);
+  return `<div class="controls">
+<input type="text" name="note" maxlength="1000" placeholder="Note (optional)" aria-label="Note for pausing or resuming ${name}">
+<button type="button" data-action="trigger">Trigger</button>
+<button type="button" data-action="pause">Pause</button>
+<button type="button" data-action="resume">Resume</button>
+</div>`;
+}
+
+function summary(job: DashboardJob, page: PageContext): string {
+  const { status, fleetStatus } = job;
+  const next = fleetStatus?.nextSlot ?? status.nextTickAt;
+  const lastSucceeded = fleetStatus?.lastSucceededAt ?? status.lastSucceededAt;
+  const items: [string, string][] = [
+    ['Schedule', schedule(job, page)],
+    ['State', state(job, page)],
+    ['Holder', holder(job)],
+    ['Next tick', next === null ? '—' : time(next.getTime(), page.now)],
+    ['Last run', lastRun(job, page)],
+    ['Last success', lastSucceeded === null ? 'never' : time(lastSucceeded.getTime(), page.now)],
+    ['Failures in a row', String(fleetStatus?.consecutiveFailures ?? status.consecutiveFailures)],
+    ['Health', health(job)],
+    ['Runs in this process', counts(job)],
+  ];
+  if (fleetStatus !== null && !fleetStatus.store.reachable) {
+    items.push(['Store', `<span class="down">not reached</span> ${esc(fleetStatus.store.lastError ?? '')}`]);
+  }
+  return items.map(([term, html]) => `<dt>${term}</dt><dd>${html}</dd>`).join('');
+}
+
+function schedule(job: DashboardJob, page: PageContext): string {
+  const { text, next } = job.schedule;
+  if (next.length === 0) return esc(text);
+  const times = next.map((date) => `<li>${time(date.getTime(), page.now)}</li>`).join('');
+  return `<code>${esc(text)}</code><ul class="next" aria-label="Next times">${times}</ul>`;
+}
+
+function state(job: DashboardJob, page: PageContext): string {
+  const { status, paused } = job;
+  if (status.state === 'paused' || paused !== null) {
+    const by = paused?.by === null || paused === null ? '' : ` by ${esc(paused.by)}`;
+    const note = paused?.note === null || paused === null ? '' : `: <q>${esc(paused.note)}</q>`;
+    const at = paused === null ? '' : ` <small>${time(paused.at.getTime(), page.now)}</small>`;
+    return `<span class="state paused">paused</span>${by}${note}${at}`;
+  }
+  const mode = status.mode === 'manual' ? ' <small>(manual mode)</small>' : '';
+  const running = status.running > 0 ? ` <small>${status.running} running</small>` : '';
+  return `<span class="state ${status.state}">${status.state}</span>${mode}${running}`;
+}
+
+function holder(job: DashboardJob): string {
+  if (job.fleetStatus === null) return '<small>each process</small>';
+  const held = job.fleetStatus.holder;
+  if (held === null) return 'none';
+  return `${esc(held.replica)} <small>token ${held.fencingToken}</small>`;
+}
+
+function lastRun(job: DashboardJob, page: PageContext): string {
+  const run = job.lastRun;
+  if (run === null) return 'never';
+  return `${result(run)} ${run.durationMs === null ? '' : lasted(run.durationMs)} <small>${time(run.startedAt.getTime(), page.now)}</small>`;
+}
+
+function health(job: DashboardJob): string {
+  const { status, reason } = job.health;
+  return status === 'up'
+    ? '<span class="up">up</span>'
+    : `<span class="down">down</span> <small>${esc(reason ?? '')}</small>`;
+}
+
+function counts(job: DashboardJob): string {
+  const { counts } = job.status;
+  const shown = (['started', 'normal', 'error', 'timeout', 'skipped', 'missed'] as const)
+    .map((key) => `${key} ${counts[key]}`)
+    .join(', ');
+  return esc(shown);
+}
+
+function result(run: PeriodicRunRecord): string {
+  const reason = run.reason ?? 'running';
+  return `<span class="reason reason-${reason}">${reason}</span>`;
+}
+
+function runsTable(runs: PeriodicRunRecord[], page: PageContext): string {
+  if (runs.length === 0) return '<p>No runs yet.</p>';
+  const rows = runs
+    .map(
+      (run) => `<tr>
+<td>${time(run.startedAt.getTime(), page.now)}</td>
+<td>${run.slot === null ? '—' : time(run.slot.getTime(), page.now)}</td>
+<td>${run.origin}${run.attempt > 1 ? ` <small>attempt ${run.attempt}</small>` : ''}</td>
+<td>${esc(run.replica)}${run.fencingToken === null ? '' : ` <small>token ${run.fencingToken}</small>`}</td>
+<td>${result(run)}</td>
+<td>${run.durationMs === null ? '—' : lasted(run.durationMs)}</td>
+<td class="text">${run.error === null ? '' : esc(run.error.message === '' ? run.error.name : `${run.error.name}: ${run.error.message}`)}</td>
+</tr>`,
+    )
+    .join('');
+  return `<div class="scroll" role="region" aria-label="Runs, newest first" tabindex="0"><table>
+<caption class="hidden">The latest runs, newest first</caption>
+<thead><tr><th scope="col">Started</th><th scope="col">Slot</th><th scope="col">Origin</th><th scope="col">Replica</th>
+<th scope="col">Result</th><th scope="col">Duration</th><th scope="col">Error</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`;
+}
+
+function auditTable(entries: PeriodicAuditEntry[], page: PageContext): string {
+  if (entries.length === 0) return '<p>No pause, resume or trigger yet.</p>';
+  const rows = entries
+    .map(
+      (entry) => `<tr><td>${time(entry.at.getTime(), page.now)}</td><td>${entry.action}</td>
+<td>${entry.by === null ? '—' : esc(entry.by)}</td><td class="text">${entry.note === null ? '' : esc(entry.note)}</td><td>${esc(entry.replica)}</td></tr>`,
+    )
+    .join('');
+  return `<div class="scroll" role="region" aria-label="Audit trail, newest first" tabindex="0"><table>
+<caption class="hidden">Who paused, resumed or triggered the job, newest first</caption>
+<thead><tr><th scope="col">When</th><th scope="col">Action</th><th scope="col">By</th><th scope="col">Note</th><th scope="col">Replica</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`;
+}
+
+/**
+ * The durations of the runs, oldest on the left, as an SVG bar chart coloured by exit reason. Each bar has a
+ * title (a tooltip, and what a screen reader says); the table below it holds the same data.
+ */
+function chart(runs: PeriodicRunRecord[]): string {
+  if (runs.length === 0) return '';
+  const shown = [...runs].reverse();
+  const longest = Math.max(1, ...shown.map((run) => run.durationMs ?? 0));
+  const [width, height, gap] = [600, 120, 2];
+  const bar = Math.max(2, Math.min(24, Math.floor(width / shown.length) - gap));
+  const bars = shown
+    .map((run, index) => {
+      const reason = run.reason ?? 'running';
+      const tall =
+        run.durationMs === null ? height : Math.max(2, Math.round((run.durationMs / longest) * height));
+      const what = `${run.startedAt.toISOString()}: ${reason}${run.durationMs === null ? '' : `, ${lasted(run.durationMs)}`}`;
+      return `<rect class="bar reason-${reason}" x="${index * (bar + gap)}" y="${height - tall}" width="${bar}" height="${tall}"><title>${esc(what)}</title></rect>`;
+    })
+    .join('');
+  const tally = REASONS.map(
+    (reason) => [reason, shown.filter((run) => (run.reason ?? 'running') === reason).length] as const,
+  ).filter(([, count]) => count > 0);
+  const label = `Durations of the last ${shown.length} runs, oldest first, longest ${lasted(longest)}: ${tally.map(([reason, count]) => `${count} ${reason}`).join(', ')}`;
+  const legend = tally
+    .map(([reason, count]) => `<li><span class="swatch reason-${reason}"></span>${reason} ${count}</li>`)
+    .join('');
+  return `<figure class="chart">
+<svg viewBox="0 0 ${shown.length * (bar + gap)} ${height}" preserveAspectRatio="none" role="img" aria-label="${esc(label)}">${bars}</svg>
+<figcaption>Durations (longest ${lasted(longest)}), oldest on the left<ul class="legend">${legend}</ul></figcaption>
+</figure>`;
+}
+
+/** How long a run took, to two significant digits or to the millisecond: `0.04 ms`, `3.2 ms`, `41 ms`, `1.5 s`. */
+function lasted(ms: number): string {
+  if (ms < 10) return `${Number(ms.toPrecision(2))} ms`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${Number((ms / 1000).toPrecision(3))} s`;
+  return span(Math.round(ms / 1000) * 1000);
+}
+
+/** A time: relative to now in words, exact in UTC in its tooltip and `datetime`. */
+function time(at: number, now: number): string {
+  const iso = new Date(at).toISOString();
+  return `<time datetime="${iso}" title="${iso.replace('T', ' ').slice(0, 19)} UTC">${relative(at - now)}</time>`;
+}
+
+function relative(ms: number): string {
+  const size = Math.abs(ms);
+  const words =
+    size < 1000
+      ? 'now'
+      : size < 60_000
+        ? `${Math.round(size / 1000)} s`
+        : size < 3_600_000
+          ? `${Math.round(size / 60_000)} min`
+          : size < 86_400_000
+            ? `${Math.round(size / 3_600_000)} h`
+            : `${Math.round(size / 86_400_000)} d`;
+  return words === 'now' ? 'now' : ms < 0 ? `${words} ago` : `in ${words}`;
+}
+
+/** Text as HTML: every character that could open markup or end an attribute, escaped. */
+export function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}

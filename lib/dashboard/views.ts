@@ -1,0 +1,146 @@
+// What the dashboard shows of a job, read once per request: the same data for its JSON API and for its pages.
+import type { PeriodicRegistry } from '../nest/registry.js';
+import type { JobHealth } from '../nest/health.js';
+import { replicaOf, type PeriodicFleetStatus } from '../scheduler/fleet-status.js';
+import { errorOf } from '../scheduler/history.js';
+import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
+import { Calendar } from '../scheduler/schedule.js';
+import type { PeriodicJobStatus } from '../scheduler/status.js';
+import type { ResolvedPeriodicOptions } from '../scheduler/options.js';
+
+/** A job as `GET {path}/api/jobs` answers it. */
+export interface DashboardJob {
+  name: string;
+  exclusive: boolean;
+  schedule: { text: string; next: Date[] };
+  /** The job's `status()` in this process; a run's error as the history keeps it (`history.errors`). */
+  status: PeriodicJobStatus;
+  /** An exclusive job's `fleetStatus()`; null for the others. */
+  fleetStatus: PeriodicFleetStatus | null;
+  /** Who paused the job and why (for an exclusive job, the fleet's pause). */
+  paused: PeriodicFleetStatus['paused'];
+  /** The latest run (for an exclusive job, the fleet's). */
+  lastRun: PeriodicFleetStatus['lastRun'];
+  health: { status: 'up' | 'down'; reason?: string };
+}
+
+/** A job with what its own page shows beside: its options. */
+export interface DashboardJobDetail extends DashboardJob {
+  options: Record<string, unknown>;
+}
+
+/** The failures in a row at which the dashboard shows a job down, as the health check's default. */
+const MAX_FAILURES = 3;
+
+/** Every job, in the order they were registered: one read of the store for the exclusive ones. */
+export async function jobsOf(registry: PeriodicRegistry, health: JobHealth): Promise<DashboardJob[]> {
+  health.refresh();
+  const fleet = await registry.fleetStatusAll();
+  const schedulers = new Map(registry.getAll().map((scheduler) => [scheduler.name, scheduler]));
+  return fleet.flatMap((read) => {
+    const scheduler = schedulers.get(read.name);
+    return scheduler === undefined ? [] : [jobOf(scheduler, read, health)];
+  });
+}
+
+/** One job, with its options. */
+export async function jobDetailOf(
+  registry: PeriodicRegistry,
+  health: JobHealth,
+  name: string,
+): Promise<DashboardJobDetail> {
+  health.refresh();
+  const scheduler = registry.get(name);
+  const job = jobOf(scheduler, await scheduler.fleetStatus(), health);
+  return { ...job, options: optionsOf(scheduler.options) };
+}
+
+function jobOf(scheduler: PeriodicScheduler, fleet: PeriodicFleetStatus, health: JobHealth): DashboardJob {
+  const status = scheduler.status();
+  const reason = health.problemOf(scheduler, status, MAX_FAILURES);
+  const { lastFinished } = status;
+  const shown: PeriodicJobStatus =
+    lastFinished?.error === undefined
+      ? status
+      : {
+          ...status,
+          lastFinished: { ...lastFinished, error: errorOf(lastFinished.error, scheduler.errorsShown) },
+        };
+  const exclusive = scheduler.fleetReplica !== undefined;
+  return {
+    name: status.name,
+    exclusive,
+    schedule: scheduleOf(scheduler.options),
+    status: shown,
+    fleetStatus: exclusive ? fleet : null,
+    paused: fleet.paused,
+    lastRun: fleet.lastRun,
+    health: reason === undefined ? { status: 'up' } : { status: 'down', reason },
+  };
+}
+
+/** The replica that serves the page, when the application has a coordinator. */
+export function servingReplica(registry: PeriodicRegistry): string | null {
+  const replica = registry.getAll().find((scheduler) => scheduler.fleetReplica !== undefined)?.fleetReplica;
+  return replica === undefined ? null : replicaOf(replica.owner);
+}
+
+/** The schedule in words: `every 5 s`, or the cron pattern in its zone with its next three times. */
+function scheduleOf(options: ResolvedPeriodicOptions): DashboardJob['schedule'] {
+  if (options.cron === undefined) {
+    const after = options.delayMode === 'shifted' ? ' after each run' : '';
+    return { text: `every ${span(options.every)}${after}`, next: [] };
+  }
+  const timezone = options.timezone!;
+  const calendar = Calendar.of(`job "${options.name}"`, options.cron, timezone);
+  const next: Date[] = [];
+  for (let after = Date.now(); next.length < 3;) {
+    const slot = calendar.next(after);
+    if (slot === null) break;
+    next.push(new Date(slot));
+    after = slot;
+  }
+  calendar.release();
+  return { text: `${options.cron} ${timezone}`, next };
+}
+
+/** A length of time in words, exact: `250 ms`, `1.5 s`, `5 s`, `1 min 30 s`, `2 h`. */
+export function span(ms: number): string {
+  if (!Number.isFinite(ms)) return 'no limit';
+  if (ms < 1000 || (ms % 1000 !== 0 && ms < 60_000)) return ms < 1000 ? `${ms} ms` : `${ms / 1000} s`;
+  const parts: string[] = [];
+  let rest = ms;
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['min', 60_000],
+    ['s', 1000],
+    ['ms', 1],
+  ] as const) {
+    if (rest >= size) {
+      parts.push(`${Math.floor(rest / size)} ${unit}`);
+      rest %= size;
+    }
+  }
+  return parts.join(' ');
+}
+
+/** The options a job's page lists, in words where a number alone would not say its unit. */
+function optionsOf(options: ResolvedPeriodicOptions): Record<string, unknown> {
+  const { retry } = options;
+  return {
+    ...(options.cron === undefined
+      ? { every: options.every, delayMode: options.delayMode }
+      : { cron: options.cron, timezone: options.timezone }),
+    initialDelay: options.initialDelay,
+    jitter: options.jitter,
+    guard: options.when !== undefined,
+    onOverlap: options.onOverlap,
+    timeout: Number.isFinite(options.timeout) ? options.timeout : 'Infinity',
+    jobShutdown: options.jobShutdown,
+    mode: options.mode,
+    exclusive: options.exclusive,
+    delivery: options.delivery,
+    retry: retry.attempts === 0 ? 'none' : { attempts: retry.attempts, backoff: { ...retry.backoff } },
+  };
+}

@@ -1,0 +1,260 @@
+// The dashboard over HTTP, on Express and on Fastify: its JSON API, access per request, the refusals a browser
+// cannot get round (415 for a form, 403 for a reader and for another site), relative addresses behind a global
+// prefix and a proxy path, and its size.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { gzipSync } from 'node:zlib';
+import { PeriodicConfigError } from 'nestjs-periodic';
+import { PeriodicDashboardModule } from 'nestjs-periodic/dashboard';
+import { rootFrom } from '../../lib/dashboard/controller.js';
+import { dashboardApp, type DashboardApp } from './app.js';
+
+const json = { 'content-type': 'application/json' };
+/** A JSON answer, as the tests read it: checked by matchers, not by types. */
+type Answer = Record<string, unknown>;
+const read = async <T = Answer[]>(response: Response) => (await response.json()) as T;
+
+describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', (platform) => {
+  let served: DashboardApp;
+  const call = (path: string, init: RequestInit & { headers?: Record<string, string> } = {}) =>
+    fetch(`${served.url}${path}`, init);
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    call(path, { method: 'POST', headers: { ...json, ...headers }, body: JSON.stringify(body) });
+
+  beforeAll(async () => {
+    served = await dashboardApp({ platform, prefix: 'admin' });
+    // Every fourth run of Feeds.import fails.
+    while (!(await served.registry.history('Feeds.import')).some((run) => run.reason === 'error')) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }, 30_000);
+  afterAll(() => served?.close());
+
+  it('GET api/jobs: every job with its status, and the fleet status of the exclusive ones', async () => {
+    const response = await call('/api/jobs');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const jobs = await read(response);
+    expect(jobs.map((job) => job.name)).toEqual([
+      'Reports.nightly',
+      'Feeds.import',
+      'Cleanup.purge',
+      'Search.reindex',
+    ]);
+    const [nightly, feeds, purge] = jobs;
+    expect(nightly).toMatchObject({
+      exclusive: false,
+      fleetStatus: null,
+      schedule: {
+        text: '0 3 * * * Europe/Berlin',
+        next: [expect.any(String), expect.any(String), expect.any(String)],
+      },
+      status: { name: 'Reports.nightly', state: 'ticking', mode: 'auto' },
+      health: { status: 'up' },
+    });
+    expect(purge).toMatchObject({
+      exclusive: true,
+      schedule: { text: 'every 1 s', next: [] },
+      fleetStatus: { name: 'Cleanup.purge', holder: { replica: 'web-1' }, store: { reachable: true } },
+    });
+    expect(feeds.lastRun).toMatchObject({ name: 'Feeds.import', origin: 'schedule' });
+  });
+
+  it('GET api/jobs/:name/history and audit; a bad query is 400, an unknown job 404', async () => {
+    const history = await read(await call('/api/jobs/Feeds.import/history?limit=3'));
+    expect(history).toHaveLength(3);
+    expect(history[0]).toMatchObject({ name: 'Feeds.import', replica: 'web-1', attempt: 1 });
+    // A run's error as the history keeps it: its name and message, never a stack.
+    const errors = (await read(await call('/api/jobs/Feeds.import/history'))).filter(
+      (run) => run.reason === 'error',
+    );
+    expect(errors[0].error).toEqual({ name: 'Error', message: 'the feed answered 503' });
+    expect((await call('/api/jobs/Feeds.import/history?limit=many')).status).toBe(400);
+    expect((await call('/api/jobs/Nope/history')).status).toBe(404);
+    expect((await call('/api/jobs/Nope')).status).toBe(404);
+    expect((await call('/jobs/Nope')).status).toBe(404);
+    expect(await (await call('/api/jobs/Cleanup.purge/audit')).json()).toEqual([]);
+  });
+
+  it('POST pause, resume and trigger act with the actor, and the audit trail says who and why', async () => {
+    const paused = await post(
+      '/api/jobs/Cleanup.purge/pause',
+      { note: 'migrating' },
+      { 'x-user': 'ops@example.com' },
+    );
+    expect([paused.status, await paused.json()]).toEqual([200, { ok: true }]);
+    expect((await served.registry.fleetStatus('Cleanup.purge')).paused).toMatchObject({
+      by: 'ops@example.com',
+      note: 'migrating',
+    });
+    const refused = await post('/api/jobs/Cleanup.purge/trigger', {});
+    expect(await refused.json()).toEqual({ ok: false, error: 'paused' });
+    expect((await post('/api/jobs/Cleanup.purge/resume', {}, { 'x-user': 'ops@example.com' })).status).toBe(
+      200,
+    );
+    const triggered = await post('/api/jobs/Reports.nightly/trigger', {});
+    expect(await triggered.json()).toEqual({ ok: true, jobId: expect.any(Number) });
+    const audit = await read(await call('/api/jobs/Cleanup.purge/audit'));
+    expect(audit.map(({ action, by, note }) => [action, by, note])).toEqual([
+      ['resume', 'ops@example.com', null],
+      ['pause', 'ops@example.com', 'migrating'],
+    ]);
+  });
+
+  it('refuses what a cross-site form could send (415), another site (403), and bad bodies (400)', async () => {
+    const form = await call('/api/jobs/Reports.nightly/pause', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'note=x',
+    });
+    expect(form.status).toBe(415);
+    const text = await call('/api/jobs/Reports.nightly/pause', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{}',
+    });
+    expect(text.status).toBe(415);
+    expect((await call('/api/jobs/Reports.nightly/pause', { method: 'POST' })).status).toBe(415);
+    expect(
+      (await post('/api/jobs/Reports.nightly/pause', {}, { 'sec-fetch-site': 'cross-site' })).status,
+    ).toBe(403);
+    expect((await post('/api/jobs/Reports.nightly/pause', { note: 5 })).status).toBe(400);
+    expect((await post('/api/jobs/Reports.nightly/pause', { reason: 'x' })).status).toBe(400);
+    expect((await post('/api/jobs/Reports.nightly/trigger', { note: 'why' })).status).toBe(400);
+    expect((await post('/api/jobs/Reports.nightly/stop', {})).status).toBe(404);
+    expect((await post('/api/jobs/Nope/pause', {})).status).toBe(404);
+    expect(served.registry.status('Reports.nightly').state).toBe('ticking');
+  });
+
+  it("access per request: 'read' sees everything and may do nothing (403); 'none' finds nothing (404)", async () => {
+    const reader = { 'x-role': 'read' };
+    expect((await call('/api/jobs', { headers: reader })).status).toBe(200);
+    expect((await call('', { headers: reader })).status).toBe(200);
+    expect((await post('/api/jobs/Reports.nightly/pause', {}, reader)).status).toBe(403);
+    expect((await post('/api/jobs/Reports.nightly/trigger', {}, reader)).status).toBe(403);
+    expect(served.registry.status('Reports.nightly').state).toBe('ticking');
+    const nobody = { 'x-role': 'none' };
+    for (const path of [
+      '',
+      '/jobs/Feeds.import',
+      '/api/jobs',
+      '/api/jobs/Feeds.import/history',
+      '/assets/dashboard.js',
+    ]) {
+      expect([path, (await call(path, { headers: nobody })).status]).toEqual([path, 404]);
+    }
+    expect((await post('/api/jobs/Reports.nightly/pause', {}, nobody)).status).toBe(404);
+    // An access function that answers something else is the application's bug: a 500, never a way in.
+    expect((await call('/api/jobs', { headers: { 'x-role': 'admin' } })).status).toBe(500);
+  });
+
+  it('serves its pages and assets with addresses relative to the page: under the prefix, the assets load', async () => {
+    const page = await call('');
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const html = await page.text();
+    for (const asset of [...html.matchAll(/(?:href|src)="([^"]+\/assets\/[^"]+)"/g)].map(
+      (match) => match[1],
+    )) {
+      const response = await fetch(new URL(asset, served.url));
+      expect([asset, response.status]).toEqual([asset, 200]);
+    }
+    const job = await (await call('/jobs/Feeds.import')).text();
+    expect(job).toContain('<h1>Feeds.import</h1>');
+    expect(job).toContain('href="../../periodic"');
+  });
+});
+
+describe('the page under a proxy that mounts the application under a path of its own', () => {
+  let served: DashboardApp;
+  let proxy: Server;
+  let base: string;
+
+  beforeAll(async () => {
+    served = await dashboardApp({ path: '/ops/jobs' });
+    const target = new URL(served.url);
+    // /tools/* → the application's /*, as an ingress that strips a prefix does.
+    proxy = createServer((request, response) => {
+      const forward = httpRequest(
+        {
+          host: target.hostname,
+          port: target.port,
+          method: request.method,
+          path: request.url!.replace(/^\/tools/, ''),
+          headers: request.headers,
+        },
+        (answer) => {
+          response.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(response);
+        },
+      );
+      request.pipe(forward);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const address = proxy.address() as { port: number };
+    base = `http://127.0.0.1:${address.port}/tools/ops/jobs`;
+  }, 30_000);
+  afterAll(async () => {
+    await new Promise((resolve) => proxy?.close(resolve));
+    await served?.close();
+  });
+
+  it('every address of the list and of a job page resolves through the proxy', async () => {
+    for (const page of [base, `${base}/jobs/Feeds.import`]) {
+      const html = await (await fetch(page)).text();
+      const addresses = [...html.matchAll(/(?:href|src|data-api)="([^"#:]+)"/g)].map((match) => match[1]);
+      expect(addresses.length).toBeGreaterThan(3);
+      for (const address of addresses) {
+        const url = new URL(address.endsWith('/api') ? `${address}/jobs` : address, page);
+        expect([address, url.pathname.startsWith('/tools/ops/jobs'), (await fetch(url)).status]).toEqual([
+          address,
+          true,
+          200,
+        ]);
+      }
+    }
+  });
+});
+
+describe('the dashboard module', () => {
+  it('needs access: without it, a PeriodicConfigError that says why and how', () => {
+    expect(() => PeriodicDashboardModule.forRoot({} as never)).toThrow(PeriodicConfigError);
+    expect(() => PeriodicDashboardModule.forRoot({} as never)).toThrow(
+      /PeriodicDashboardModule.forRoot\(\): "access" must be a function of the request that returns 'operate', 'read' or 'none', got undefined; the dashboard shows every job/,
+    );
+    expect(() => PeriodicDashboardModule.forRoot({ access: () => 'read', path: 'periodic' })).toThrow(
+      /"path" must be a path that starts with '\/'.*got "periodic"/,
+    );
+    expect(() => PeriodicDashboardModule.forRoot({ access: () => 'read', path: '/a/../b' })).toThrow(
+      /"path"/,
+    );
+    expect(() => PeriodicDashboardModule.forRoot({ access: () => 'read', acess: 1 } as never)).toThrow(
+      /unknown option "acess"; did you mean "access"\?/,
+    );
+  });
+
+  it('ships its page, script and stylesheet in well under 100 kB gzipped', async () => {
+    const served = await dashboardApp();
+    try {
+      const bodies = await Promise.all(
+        ['', '/jobs/Feeds.import', '/assets/dashboard.js', '/assets/dashboard.css'].map(async (path) =>
+          Buffer.from(await (await fetch(`${served.url}${path}`)).arrayBuffer()),
+        ),
+      );
+      const gzipped = bodies.reduce((sum, body) => sum + gzipSync(body).length, 0);
+      expect(gzipped).toBeLessThan(100_000);
+      expect(gzipped).toBeGreaterThan(1000);
+    } finally {
+      await served.close();
+    }
+  });
+
+  it('finds its root from any page address, with or without a trailing slash', () => {
+    expect(rootFrom('/periodic', 0)).toBe('periodic');
+    expect(rootFrom('/admin/periodic?x=1', 0)).toBe('periodic');
+    expect(rootFrom('/admin/periodic/', 0)).toBe('../periodic');
+    expect(rootFrom('/admin/periodic/jobs/Feeds.import', 2)).toBe('../../periodic');
+    expect(rootFrom('/admin/periodic/jobs/a%2Fb', 2)).toBe('../../periodic');
+    expect(rootFrom('/', 0)).toBe('..');
+    expect(rootFrom('/jobs/x', 2)).toBe('../..');
+  });
+});

@@ -1,0 +1,182 @@
+// The dashboard in a real browser, as an operator uses it: Debian's Chromium (CHROMIUM_PATH, default
+// /usr/bin/chromium) driven by playwright-core. The list, a job's page, "Trigger", "Pause" with a note,
+// "Resume", the read-only view, the page without JavaScript and a 375 px phone; any console error fails the
+// test. Screenshots go to SCREENSHOTS (npm run docs:screenshots writes docs/images) or a temporary folder.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { dashboardApp, type DashboardApp } from './app.js';
+
+const shots = process.env.SCREENSHOTS ?? join(tmpdir(), 'nestjs-periodic-screenshots');
+let browser: Browser;
+let served: DashboardApp;
+/** Every console error and uncaught exception of every page, with where it came from. */
+const problems: string[] = [];
+
+beforeAll(async () => {
+  mkdirSync(shots, { recursive: true });
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium' });
+  served = await dashboardApp({ prefix: 'admin' });
+  // Runs to show: Feeds.import runs every 300 ms, and every fourth run fails.
+  await until(async () => (await served.registry.history('Feeds.import')).length >= 12);
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await served?.close();
+});
+
+async function open(
+  options: { headers?: Record<string, string>; width?: number; javaScript?: boolean } = {},
+) {
+  const context: BrowserContext = await browser.newContext({
+    viewport: { width: options.width ?? 1280, height: 900 },
+    extraHTTPHeaders: options.headers ?? {},
+    javaScriptEnabled: options.javaScript ?? true,
+  });
+  const page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`${page.url()}: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`${page.url()}: ${error.message}`));
+  return { context, page };
+}
+
+/** A job's row in the list, found as a person finds it: by the job's name in its row header. */
+const row = (page: Page, name: string) =>
+  page.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });
+
+describe('the dashboard in Chromium', () => {
+  it('lists every job with its Trigger, Pause and Resume buttons; they work, and the page says so', async () => {
+    const { context, page } = await open({ headers: { 'x-user': 'alice@example.com' } });
+    await page.goto(served.url);
+    await expect(page.getByRole('heading', { name: 'Periodic jobs' }).isVisible()).resolves.toBe(true);
+    for (const name of ['Reports.nightly', 'Feeds.import', 'Cleanup.purge', 'Search.reindex']) {
+      for (const label of ['Trigger', 'Pause', 'Resume']) {
+        await expect(row(page, name).getByRole('button', { name: label, exact: true }).count()).resolves.toBe(
+          1,
+        );
+      }
+    }
+    const nightly = row(page, 'Reports.nightly');
+    await expect(nightly.getByRole('cell').nth(0).textContent()).resolves.toContain(
+      '0 3 * * * Europe/Berlin',
+    );
+    await expect(nightly.locator('[data-label="Last run"]').textContent()).resolves.toBe('never');
+
+    // Trigger: the run starts, the page says which, and the row shows it without a reload.
+    await nightly.getByRole('button', { name: 'Trigger', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Triggered Reports.nightly, run #1' }).waitFor();
+    await nightly.locator('[data-label="Last run"]').filter({ hasText: 'normal' }).waitFor();
+
+    // Pause an exclusive job with a note: the fleet's pause, with who and why.
+    const purge = row(page, 'Cleanup.purge');
+    await purge.getByRole('textbox').fill('deploying v2');
+    await purge.getByRole('button', { name: 'Pause', exact: true }).click();
+    await purge
+      .locator('[data-label="State"]')
+      .filter({ hasText: 'paused by alice@example.com: deploying v2' })
+      .waitFor();
+    const paused = await served.registry.fleetStatus('Cleanup.purge');
+    expect(paused.paused).toMatchObject({ by: 'alice@example.com', note: 'deploying v2' });
+    await page.screenshot({ path: join(shots, 'dashboard-list-desktop.png'), fullPage: true });
+
+    // Resume, from the keyboard.
+    await purge.getByRole('button', { name: 'Resume', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await purge
+      .locator('[data-label="State"]')
+      .filter({ hasText: /^ticking/ })
+      .waitFor();
+    expect((await served.registry.fleetStatus('Cleanup.purge')).paused).toBeNull();
+    expect(
+      (await served.registry.audit('Cleanup.purge')).map(({ action, by, note }) => [action, by, note]),
+    ).toEqual([
+      ['resume', 'alice@example.com', null],
+      ['pause', 'alice@example.com', 'deploying v2'],
+    ]);
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it("shows a job's page: its history as a table and a chart by exit reason, its audit trail and options", async () => {
+    const { context, page } = await open();
+    await page.goto(served.url);
+    await page.getByRole('link', { name: 'Feeds.import', exact: true }).click();
+    await page.getByRole('heading', { name: 'Feeds.import', level: 1 }).waitFor();
+    const chart = page.getByRole('img', { name: /^Durations of the last \d+ runs/ });
+    await expect(chart.getAttribute('aria-label')).resolves.toMatch(/\d+ normal, \d+ error/);
+    await expect(chart.locator('rect.reason-error').count()).resolves.toBeGreaterThan(0);
+    const runs = page.getByRole('region', { name: 'Runs, newest first' });
+    await expect(runs.getByRole('row').count()).resolves.toBeGreaterThan(10);
+    await expect(runs.getByText('Error: the feed answered 503').first().isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('heading', { name: 'Audit trail' }).isVisible()).resolves.toBe(true);
+    await expect(page.locator('dl.options').textContent()).resolves.toContain('onOverlaprun');
+    await page.screenshot({ path: join(shots, 'dashboard-job-desktop.png'), fullPage: true });
+
+    // Back to the list by its link: relative addresses hold under the global prefix.
+    await page.getByRole('link', { name: 'All jobs' }).click();
+    await page.getByRole('heading', { name: 'Periodic jobs' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/admin/periodic');
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it('fits a 375 px phone: each job a card, its buttons within reach', async () => {
+    const { context, page } = await open({ width: 375 });
+    await page.goto(served.url);
+    const nightly = row(page, 'Reports.nightly');
+    await nightly.getByRole('button', { name: 'Pause', exact: true }).click();
+    await nightly.locator('[data-label="State"]').filter({ hasText: 'paused' }).waitFor();
+    await nightly.getByRole('button', { name: 'Resume', exact: true }).click();
+    await nightly
+      .locator('[data-label="State"]')
+      .filter({ hasText: /^ticking/ })
+      .waitFor();
+    const width = () => page.evaluate<number>('document.documentElement.scrollWidth');
+    await expect(width()).resolves.toBeLessThanOrEqual(375);
+    const box = await nightly.getByRole('button', { name: 'Resume', exact: true }).boundingBox();
+    expect(box!.x + box!.width).toBeLessThanOrEqual(375);
+    await page.screenshot({ path: join(shots, 'dashboard-list-phone.png'), fullPage: true });
+    await page.goto(`${served.url}/jobs/Feeds.import`);
+    await expect(width()).resolves.toBeLessThanOrEqual(375);
+    await page.screenshot({ path: join(shots, 'dashboard-job-phone.png'), fullPage: true });
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it('read-only: everything shown, no action offered, and an action sent anyway refused with 403', async () => {
+    const { context, page } = await open({ headers: { 'x-role': 'read' } });
+    await page.goto(served.url);
+    await expect(page.getByText('read-only').isVisible()).resolves.toBe(true);
+    await expect(row(page, 'Cleanup.purge').isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('button').count()).resolves.toBe(0);
+    const refused = await page.request.post(`${served.url}/api/jobs/Cleanup.purge/pause`, { data: {} });
+    expect(refused.status()).toBe(403);
+    expect(served.registry.status('Cleanup.purge').state).toBe('ticking');
+    const none = await context.request.get(served.url, { headers: { 'x-role': 'none' } });
+    expect(none.status()).toBe(404);
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it('reads without JavaScript: the list and a job page are whole', async () => {
+    const { context, page } = await open({ headers: { 'x-role': 'read' }, javaScript: false });
+    await page.goto(served.url);
+    await expect(row(page, 'Feeds.import').locator('[data-label="Last run"]').textContent()).resolves.toMatch(
+      /normal|error|running/,
+    );
+    await page.getByRole('link', { name: 'Feeds.import', exact: true }).click();
+    await expect(
+      page.getByRole('region', { name: 'Runs, newest first' }).getByRole('row').count(),
+    ).resolves.toBeGreaterThan(10);
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+});
+
+async function until(done: () => Promise<boolean>): Promise<void> {
+  while (!(await done())) await new Promise((resolve) => setTimeout(resolve, 50));
+}
