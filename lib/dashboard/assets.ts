@@ -58,7 +58,7 @@ span.reason { color: #fff; padding: 0 .4rem; border-radius: .3rem; font-size: .8
 .announce { position: sticky; bottom: 0; margin: 1rem 0 0; background: var(--bg); }
 .announce:not(:empty) { padding: .5rem 0; border-top: 1px solid var(--line); }
 .announce.failed { color: var(--down); font-weight: 600; }
-/* A phone: each job is a card, each cell a line with its column's name. The roles keep the table's meaning. */
+/* A phone: each job is a card, each cell a line with its column's name; the rows' roles keep the table's meaning. */
 @media (max-width: 60rem) {
   table.jobs, table.jobs thead, table.jobs tbody, table.jobs tr, table.jobs th, table.jobs td { display: block; }
   table.jobs thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }

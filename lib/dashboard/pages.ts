@@ -2,7 +2,7 @@
 // read without JavaScript; the script (assets.ts) refreshes their live parts and sends the operators' actions.
 import type { PeriodicAuditEntry } from '../scheduler/operations.js';
 import type { PeriodicRunRecord } from '../scheduler/history.js';
-import { span, type DashboardJob, type DashboardJobDetail } from './views.js';
+import { span, type PeriodicDashboardJob, type PeriodicDashboardJobDetail } from './views.js';
 
 /** The options given in milliseconds, which the job's page shows with their unit. */
 const IN_MS = new Set(['every', 'initialDelay', 'jitter', 'timeout', 'jobShutdown']);
@@ -17,30 +17,46 @@ export interface PageContext {
   now: number;
 }
 
+/**
+ * The columns of the list. Its rows are given their roles explicitly: on a phone the table is laid out as cards
+ * (CSS `display: block`), which makes some browsers forget that it is a table.
+ */
+const COLUMNS = [
+  'Job',
+  'Schedule',
+  'State',
+  'Holder',
+  'Next tick',
+  'Last run',
+  'Failures',
+  'Health',
+  'Actions',
+];
+
 /** The colours of the chart and of the results, one per exit reason (and a run in flight). */
 const REASONS = ['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost', 'running'] as const;
 
-export function listPage(jobs: DashboardJob[], page: PageContext): string {
+export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): string {
   const rows = jobs.map((job) => jobRow(job, page)).join('');
   const body = `
 <main>
   <h1>Periodic jobs</h1>
   ${intro(page, `${jobs.length} job${jobs.length === 1 ? '' : 's'}`)}
-  <table class="jobs">
+  <table class="jobs" role="table">
     <caption class="hidden">Every job, its schedule, state and last run${page.access === 'operate' ? ', and its actions' : ''}</caption>
-    <thead><tr>
-      <th scope="col">Job</th><th scope="col">Schedule</th><th scope="col">State</th><th scope="col">Holder</th>
-      <th scope="col">Next tick</th><th scope="col">Last run</th><th scope="col">Failures</th><th scope="col">Health</th>
-      ${page.access === 'operate' ? '<th scope="col">Actions</th>' : ''}
+    <thead role="rowgroup"><tr role="row">
+      ${COLUMNS.filter((column) => column !== 'Actions' || page.access === 'operate')
+        .map((column) => `<th scope="col" role="columnheader">${column}</th>`)
+        .join('')}
     </tr></thead>
-    <tbody data-live="rows">${rows === '' ? '<tr><td colspan="9">No jobs.</td></tr>' : rows}</tbody>
+    <tbody role="rowgroup" data-live="rows">${rows === '' ? '<tr role="row"><td role="cell" colspan="9">No jobs.</td></tr>' : rows}</tbody>
   </table>
 </main>`;
   return document('Periodic jobs', body, page);
 }
 
 export function jobPage(
-  job: DashboardJobDetail,
+  job: PeriodicDashboardJobDetail,
   runs: PeriodicRunRecord[],
   audit: PeriodicAuditEntry[],
   page: PageContext,
@@ -102,7 +118,7 @@ function intro(page: PageContext, what: string): string {
   return `<p class="intro">${esc(what)}${served}${access} · <span data-live="clock">${time(page.now, page.now)}</span></p>${script}`;
 }
 
-function jobRow(job: DashboardJob, page: PageContext): string {
+function jobRow(job: PeriodicDashboardJob, page: PageContext): string {
   const { status, fleetStatus } = job;
   const href = `${page.root}/jobs/${encodeURIComponent(job.name)}`;
   const next = fleetStatus?.nextSlot ?? status.nextTickAt;
@@ -115,19 +131,19 @@ function jobRow(job: DashboardJob, page: PageContext): string {
     ['Failures', String(fleetStatus?.consecutiveFailures ?? status.consecutiveFailures)],
     ['Health', health(job)],
   ];
-  return `<tr data-job="${esc(job.name)}">
-<th scope="row" data-label="Job"><a href="${href}">${esc(job.name)}</a></th>
-${cells.map(([label, html]) => `<td data-label="${label}" data-live="${label}">${html}</td>`).join('')}
-${page.access === 'operate' ? `<td data-label="Actions">${actionControls(job)}</td>` : ''}
+  return `<tr role="row" data-job="${esc(job.name)}">
+<th scope="row" role="rowheader" data-label="Job"><a href="${href}">${esc(job.name)}</a></th>
+${cells.map(([label, html]) => `<td role="cell" data-label="${label}" data-live="${label}">${html}</td>`).join('')}
+${page.access === 'operate' ? `<td role="cell" data-label="Actions">${actionControls(job)}</td>` : ''}
 </tr>`;
 }
 
-function actions(job: DashboardJob): string {
+function actions(job: PeriodicDashboardJob): string {
   return `<section class="actions" aria-label="Actions on ${esc(job.name)}" data-job="${esc(job.name)}">${actionControls(job)}</section>`;
 }
 
 /** The note field and the three buttons of a job, named for what they do. */
-function actionControls(job: DashboardJob): string {
+function actionControls(job: PeriodicDashboardJob): string {
   const name = esc(job.name);
   return `<div class="controls">
 <input type="text" name="note" maxlength="1000" placeholder="Note (optional)" aria-label="Note for pausing or resuming ${name}">
@@ -137,7 +153,7 @@ function actionControls(job: DashboardJob): string {
 </div>`;
 }
 
-function summary(job: DashboardJob, page: PageContext): string {
+function summary(job: PeriodicDashboardJob, page: PageContext): string {
   const { status, fleetStatus } = job;
   const next = fleetStatus?.nextSlot ?? status.nextTickAt;
   const lastSucceeded = fleetStatus?.lastSucceededAt ?? status.lastSucceededAt;
@@ -158,14 +174,14 @@ function summary(job: DashboardJob, page: PageContext): string {
   return items.map(([term, html]) => `<dt>${term}</dt><dd>${html}</dd>`).join('');
 }
 
-function schedule(job: DashboardJob, page: PageContext): string {
+function schedule(job: PeriodicDashboardJob, page: PageContext): string {
   const { text, next } = job.schedule;
   if (next.length === 0) return esc(text);
   const times = next.map((date) => `<li>${time(date.getTime(), page.now)}</li>`).join('');
   return `<code>${esc(text)}</code><ul class="next" aria-label="Next times">${times}</ul>`;
 }
 
-function state(job: DashboardJob, page: PageContext): string {
+function state(job: PeriodicDashboardJob, page: PageContext): string {
   const { status, paused } = job;
   if (status.state === 'paused' || paused !== null) {
     const by = paused?.by === null || paused === null ? '' : ` by ${esc(paused.by)}`;
@@ -178,27 +194,27 @@ function state(job: DashboardJob, page: PageContext): string {
   return `<span class="state ${status.state}">${status.state}</span>${mode}${running}`;
 }
 
-function holder(job: DashboardJob): string {
+function holder(job: PeriodicDashboardJob): string {
   if (job.fleetStatus === null) return '<small>each process</small>';
   const held = job.fleetStatus.holder;
   if (held === null) return 'none';
   return `${esc(held.replica)} <small>token ${held.fencingToken}</small>`;
 }
 
-function lastRun(job: DashboardJob, page: PageContext): string {
+function lastRun(job: PeriodicDashboardJob, page: PageContext): string {
   const run = job.lastRun;
   if (run === null) return 'never';
   return `${result(run)} ${run.durationMs === null ? '' : lasted(run.durationMs)} <small>${time(run.startedAt.getTime(), page.now)}</small>`;
 }
 
-function health(job: DashboardJob): string {
+function health(job: PeriodicDashboardJob): string {
   const { status, reason } = job.health;
   return status === 'up'
     ? '<span class="up">up</span>'
     : `<span class="down">down</span> <small>${esc(reason ?? '')}</small>`;
 }
 
-function counts(job: DashboardJob): string {
+function counts(job: PeriodicDashboardJob): string {
   const { counts } = job.status;
   const shown = (['started', 'normal', 'error', 'timeout', 'skipped', 'missed'] as const)
     .map((key) => `${key} ${counts[key]}`)

@@ -9,7 +9,7 @@ import type { PeriodicJobStatus } from '../scheduler/status.js';
 import type { ResolvedPeriodicOptions } from '../scheduler/options.js';
 
 /** A job as `GET {path}/api/jobs` answers it. */
-export interface DashboardJob {
+export interface PeriodicDashboardJob {
   name: string;
   exclusive: boolean;
   schedule: { text: string; next: Date[] };
@@ -25,7 +25,7 @@ export interface DashboardJob {
 }
 
 /** A job with what its own page shows beside: its options. */
-export interface DashboardJobDetail extends DashboardJob {
+export interface PeriodicDashboardJobDetail extends PeriodicDashboardJob {
   options: Record<string, unknown>;
 }
 
@@ -33,7 +33,7 @@ export interface DashboardJobDetail extends DashboardJob {
 const MAX_FAILURES = 3;
 
 /** Every job, in the order they were registered: one read of the store for the exclusive ones. */
-export async function jobsOf(registry: PeriodicRegistry, health: JobHealth): Promise<DashboardJob[]> {
+export async function jobsOf(registry: PeriodicRegistry, health: JobHealth): Promise<PeriodicDashboardJob[]> {
   health.refresh();
   const fleet = await registry.fleetStatusAll();
   const schedulers = new Map(registry.getAll().map((scheduler) => [scheduler.name, scheduler]));
@@ -48,14 +48,18 @@ export async function jobDetailOf(
   registry: PeriodicRegistry,
   health: JobHealth,
   name: string,
-): Promise<DashboardJobDetail> {
+): Promise<PeriodicDashboardJobDetail> {
   health.refresh();
   const scheduler = registry.get(name);
   const job = jobOf(scheduler, await scheduler.fleetStatus(), health);
   return { ...job, options: optionsOf(scheduler.options) };
 }
 
-function jobOf(scheduler: PeriodicScheduler, fleet: PeriodicFleetStatus, health: JobHealth): DashboardJob {
+function jobOf(
+  scheduler: PeriodicScheduler,
+  fleet: PeriodicFleetStatus,
+  health: JobHealth,
+): PeriodicDashboardJob {
   const status = scheduler.status();
   const reason = health.problemOf(scheduler, status, MAX_FAILURES);
   const { lastFinished } = status;
@@ -86,7 +90,7 @@ export function servingReplica(registry: PeriodicRegistry): string | null {
 }
 
 /** The schedule in words: `every 5 s`, or the cron pattern in its zone with its next three times. */
-function scheduleOf(options: ResolvedPeriodicOptions): DashboardJob['schedule'] {
+function scheduleOf(options: ResolvedPeriodicOptions): PeriodicDashboardJob['schedule'] {
   if (options.cron === undefined) {
     const after = options.delayMode === 'shifted' ? ' after each run' : '';
     return { text: `every ${span(options.every)}${after}`, next: [] };

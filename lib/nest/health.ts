@@ -75,7 +75,12 @@ export class JobHealth {
       if (status.lease?.held !== true && status.state !== 'stopped') return undefined;
     }
     if (status.consecutiveFailures >= maxConsecutiveFailures) {
-      return `${status.consecutiveFailures} runs in a row failed (the limit is ${maxConsecutiveFailures})`;
+      // With retries, what counts is a slot that failed after its last attempt.
+      const failed =
+        scheduler.options.retry.attempts > 0
+          ? 'slots in a row failed their last attempt'
+          : 'runs in a row failed';
+      return `${status.consecutiveFailures} ${failed} (the limit is ${maxConsecutiveFailures})`;
     }
     if (status.state === 'stopped') return 'stopped while the application runs';
     if (scheduler.overdue) {

@@ -133,6 +133,30 @@ describe('PeriodicHealthIndicator over HTTP', () => {
     });
   });
 
+  it('counts slots with retries: down after three slots failed their last attempt, and says so', async () => {
+    const { registry, get } = await start();
+    const failing = registry.add(
+      'Jobs.retried',
+      () => {
+        throw new Error('still down');
+      },
+      { every: 60_000, retry: { attempts: 1, backoff: { initial: 1 } } },
+    );
+    for (let slot = 1; slot <= 3; slot++) {
+      await registry.trigger('Jobs.retried');
+      // The retry comes a millisecond after the first attempt's end.
+      while (failing.status().consecutiveFailures < slot)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(failing.status().counts.error).toBe(6);
+    const down = await get();
+    expect(down.body.details.periodic.jobs['Jobs.retried']).toMatchObject({
+      status: 'down',
+      reason: '3 slots in a row failed their last attempt (the limit is 3)',
+      consecutiveFailures: 3,
+    });
+  });
+
   it('down when a job was stopped while the application runs', async () => {
     const { registry, get } = await start();
     app!.get(Jobs).failing = false;
