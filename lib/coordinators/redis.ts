@@ -265,6 +265,9 @@ if #names == 0 then redis.call('HDEL', KEYS[1], 'triggers')
 else redis.call('HSET', KEYS[1], 'triggers', cjson.encode(names)) end
 return {'withdrawn'}`;
 
+/** How many runs in flight a coordinator remembers having recorded at their start. */
+const OPEN_KEPT = 10_000;
+
 /** KEYS: the hash; ARGV: field, value. Sets the field. */
 const SET_FIELD = `return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])`;
 
@@ -466,7 +469,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
   readonly #setField = this.#script(SET_FIELD);
   /** Records of runs to send, with the writes of this turn if there are any (one script for both). */
   #records: RecordBatch | undefined;
-  /** The runs recorded at their start, whose record is replaced when they end. */
+  /**
+   * The runs recorded at their start, whose record is replaced when they end; at most OPEN_KEPT, the oldest
+   * forgotten first (a run whose end was never sent, as when records were shed, would stay for ever): the end of
+   * a run forgotten here is pushed, as is the end of one whose start is no longer among the 32 newest.
+   */
   readonly #open = new Set<string>();
   /**
    * The grid each job's schedule has in Redis, as this coordinator last wrote it under a fencing token: a write
@@ -669,8 +676,10 @@ export class RedisCoordinator implements PeriodicCoordinator {
         const mark = `{"id":${JSON.stringify(id)}`;
         const json = `${mark},${JSON.stringify({ v: RECORD_VERSION, ...rest }).slice(1)}`;
         let how = 'push';
-        if (run.reason === null) this.#open.add(id);
-        else if (this.#open.delete(id)) how = 'replace';
+        if (run.reason === null) {
+          this.#open.add(id);
+          if (this.#open.size > OPEN_KEPT) this.#open.delete(this.#open.values().next().value!);
+        } else if (this.#open.delete(id)) how = 'replace';
         const outcome = outcomeOf(run) ?? '';
         batch.keys.push(this.#runs(run.name));
         batch.args.push(run.name, mark, how, outcome, run.finishedAt ?? '', json);

@@ -29,12 +29,13 @@ ul.legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
 .state.paused { font-weight: 600; }
 .state.stopped { color: var(--down); font-weight: 600; }
 .controls { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; }
+.controls[hidden] { display: none; }
 .controls input { flex: 1 1 100%; min-width: 0; padding: .35rem .45rem; font: inherit; border: 1px solid var(--line);
   border-radius: .35rem; background: var(--bg); color: var(--fg); }
 button { font: inherit; padding: .35rem .75rem; border: 1px solid var(--line); border-radius: .35rem;
   background: var(--head); color: var(--fg); cursor: pointer; min-height: 2.25rem; }
 button:hover { border-color: var(--focus); }
-button:disabled { opacity: .6; cursor: progress; }
+button[aria-disabled="true"] { opacity: .6; cursor: progress; }
 section.actions { margin: 1rem 0; max-width: 24rem; }
 td[data-label="Actions"] { min-width: 16rem; }
 dl.summary, dl.options { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 1rem 0; }
@@ -44,6 +45,15 @@ dd { margin: 0; overflow-wrap: anywhere; }
 /* The runs and the audit trail: one line per entry, the table scrolled sideways where it is wider. */
 .scroll th, .scroll td { white-space: nowrap; }
 .scroll td.text { white-space: normal; min-width: 14rem; }
+/* Wide screens: the list's columns keep their widths, so that a row's buttons stay where they were. */
+@media (min-width: 60.01rem) {
+  table.jobs { table-layout: fixed; }
+  .col-job { width: 13%; } .col-schedule { width: 12%; } .col-state { width: 14%; } .col-holder { width: 10%; }
+  .col-next-tick { width: 7%; } .col-last-run { width: 10%; } .col-failures { width: 7%; }
+  .col-health { width: 6%; } .col-actions { width: 21%; }
+  table.jobs td, table.jobs tbody th { overflow-wrap: break-word; }
+}
+@media (max-width: 40rem) { .scroll .wide { display: none; } .scroll td.text { min-width: 9rem; } }
 figure.chart { margin: 0 0 1rem; }
 figure.chart svg { width: 100%; height: 8rem; display: block; border-bottom: 1px solid var(--line); }
 .swatch { display: inline-block; width: .8em; height: .8em; margin-right: .3em; border-radius: 2px; }
@@ -61,6 +71,7 @@ span.reason { color: #fff; padding: 0 .4rem; border-radius: .3rem; font-size: .8
 /* A phone: each job is a card, each cell a line with its column's name; the rows' roles keep the table's meaning. */
 @media (max-width: 60rem) {
   table.jobs, table.jobs thead, table.jobs tbody, table.jobs tr, table.jobs th, table.jobs td { display: block; }
+  table.jobs col { display: none; }
   table.jobs thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
   table.jobs tr { border: 1px solid var(--line); border-radius: .5rem; margin: 0 0 .75rem; padding: .25rem 0; }
   table.jobs th, table.jobs td { border: 0; padding: .2rem .75rem; }
@@ -114,7 +125,10 @@ const SCRIPT = `'use strict';
         var rows = document.querySelector('[data-live="rows"]');
         var freshRows = fresh.querySelector('[data-live="rows"]');
         // Jobs added or removed: the whole list again (a note being typed in a row is lost then).
-        if (rows && freshRows && jobsIn(rows) !== jobsIn(freshRows)) rows.innerHTML = freshRows.innerHTML;
+        if (rows && freshRows && jobsIn(rows) !== jobsIn(freshRows)) {
+          rows.innerHTML = freshRows.innerHTML;
+          showControls();
+        }
         var now = leaves(fresh);
         var shown = leaves(document);
         Object.keys(shown).forEach(function (key) {
@@ -130,13 +144,21 @@ const SCRIPT = `'use strict';
     return refreshing;
   }
 
+  // The controls work only with this script: it shows them.
+  function showControls() {
+    document.querySelectorAll('.controls[hidden]').forEach(function (controls) { controls.hidden = false; });
+  }
+  showControls();
+
   function act(button) {
+    // Busy, not disabled: a disabled button would lose the keyboard's focus.
+    if (button.getAttribute('aria-disabled') === 'true') return;
     var scope = button.closest('[data-job]');
     var name = scope.getAttribute('data-job');
     var action = button.getAttribute('data-action');
     var noteField = scope.querySelector('input[name="note"]');
     var note = action !== 'trigger' && noteField ? noteField.value.trim() : '';
-    button.disabled = true;
+    button.setAttribute('aria-disabled', 'true');
     say(action[0].toUpperCase() + action.slice(1) + ' ' + name + '…');
     fetch(api + '/jobs/' + encodeURIComponent(name) + '/' + action, {
       method: 'POST',
@@ -165,7 +187,7 @@ const SCRIPT = `'use strict';
       })
       .catch(function (error) { say(name + ': ' + action + ' failed (' + error.message + ')', true); })
       .then(function () {
-        button.disabled = false;
+        button.removeAttribute('aria-disabled');
         return refresh();
       });
   }

@@ -108,8 +108,8 @@ export class DashboardController {
     await this.#allowed(request);
     return this.#read(name, () =>
       this.registry.history(name, {
-        ...(limit === undefined ? {} : { limit: Number(limit) }),
-        ...(before === undefined ? {} : { before: new Date(before) }),
+        ...(limit === undefined ? {} : { limit: integer('limit', limit) }),
+        ...(before === undefined ? {} : { before: date('before', before) }),
       }),
     );
   }
@@ -119,7 +119,7 @@ export class DashboardController {
   async audit(@Req() request: AnyRequest, @Param('name') name: string, @Query('limit') limit?: string) {
     await this.#allowed(request);
     return this.#read(name, () =>
-      this.registry.audit(name, limit === undefined ? {} : { limit: Number(limit) }),
+      this.registry.audit(name, limit === undefined ? {} : { limit: integer('limit', limit) }),
     );
   }
 
@@ -144,9 +144,7 @@ export class DashboardController {
         `the actions take a JSON body such as {"note":"maintenance"}, with Content-Type: application/json; got ${type === '' ? 'no Content-Type' : type}`,
       );
     }
-    if (request.headers['sec-fetch-site'] === 'cross-site') {
-      throw new ForbiddenException('a request from another site is refused');
-    }
+    if (crossSite(request)) throw new ForbiddenException('a request from another site is refused');
     const note = noteOf(body, action);
     const actor = await this.options.actor(request);
     if (actor !== null && actor !== undefined && typeof actor !== 'string') {
@@ -209,14 +207,56 @@ export function rootFrom(url: string, depth: number): string {
   const root = segments.slice(0, segments.length - trailing - depth);
   const name = root[root.length - 1] ?? '';
   const up = depth + trailing;
-  if (name === '') return up === 0 ? '.' : '../'.repeat(up).slice(0, -1);
+  // Mounted at the application's root: the root is a folder, `/`, one level less up.
+  if (name === '') return up <= 1 ? '.' : '../'.repeat(up - 1).slice(0, -1);
   return `${'../'.repeat(up)}${name}`;
+}
+
+/** A query parameter that must be an integer. */
+function integer(key: string, text: string): number {
+  if (!/^\d+$/.test(text)) {
+    throw new BadRequestException(
+      `?${key}= must be a whole number, such as ?${key}=20, got ${describeValue(text)}`,
+    );
+  }
+  return Number(text);
+}
+
+/** A query parameter that must be a date. */
+function date(key: string, text: string): Date {
+  const parsed = new Date(text);
+  if (Number.isNaN(parsed.getTime())) {
+    throw new BadRequestException(
+      `?${key}= must be a date, such as ?${key}=2026-12-01T03:00:00Z, got ${describeValue(text)}`,
+    );
+  }
+  return parsed;
+}
+
+/**
+ * Whether a browser sent the request from another site: as its `Sec-Fetch-Site` says, or, from a browser that
+ * sends none, as its `Origin` differs from the host it asked (`X-Forwarded-Host` behind a proxy).
+ */
+function crossSite({ headers }: AnyRequest): boolean {
+  const site = headers['sec-fetch-site'];
+  if (site !== undefined) return site === 'cross-site';
+  const origin = headers.origin;
+  if (typeof origin !== 'string' || origin === 'null') return origin === 'null';
+  const host = String(headers['x-forwarded-host'] ?? headers.host ?? '')
+    .split(',')[0]
+    .trim();
+  try {
+    return new URL(origin).host !== host;
+  } catch {
+    return true;
+  }
 }
 
 /** The note of a pause or a resume, from the JSON body: `{}` or `{ "note": "…" }`. */
 function noteOf(body: unknown, action: string): { note?: string } {
-  const given = body ?? {};
-  if (typeof given !== 'object' || Array.isArray(given)) {
+  // An empty body is `{}` (Express), but `null` is a body that is not an object, on every platform.
+  const given = body === undefined ? {} : body;
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     throw new BadRequestException(
       `the body must be a JSON object such as {"note":"maintenance"}, got ${describeValue(given)}`,
     );

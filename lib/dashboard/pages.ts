@@ -4,6 +4,9 @@ import type { PeriodicAuditEntry } from '../scheduler/operations.js';
 import type { PeriodicRunRecord } from '../scheduler/history.js';
 import { span, type PeriodicDashboardJob, type PeriodicDashboardJobDetail } from './views.js';
 
+/** Between a number and its unit, and within a short time in words: never a line break. */
+const NBSP = '\u00a0';
+
 /** The options given in milliseconds, which the job's page shows with their unit. */
 const IN_MS = new Set(['every', 'initialDelay', 'jitter', 'timeout', 'jobShutdown']);
 
@@ -37,6 +40,7 @@ const COLUMNS = [
 const REASONS = ['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost', 'running'] as const;
 
 export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): string {
+  const columns = COLUMNS.filter((column) => column !== 'Actions' || page.access === 'operate');
   const rows = jobs.map((job) => jobRow(job, page)).join('');
   const body = `
 <main>
@@ -44,10 +48,9 @@ export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): strin
   ${intro(page, `${jobs.length} job${jobs.length === 1 ? '' : 's'}`)}
   <table class="jobs" role="table">
     <caption class="hidden">Every job, its schedule, state and last run${page.access === 'operate' ? ', and its actions' : ''}</caption>
+    ${columns.map((column) => `<col class="col-${column.toLowerCase().replace(' ', '-')}">`).join('')}
     <thead role="rowgroup"><tr role="row">
-      ${COLUMNS.filter((column) => column !== 'Actions' || page.access === 'operate')
-        .map((column) => `<th scope="col" role="columnheader">${column}</th>`)
-        .join('')}
+      ${columns.map((column) => `<th scope="col" role="columnheader">${column}</th>`).join('')}
     </tr></thead>
     <tbody role="rowgroup" data-live="rows">${rows === '' ? '<tr role="row"><td role="cell" colspan="9">No jobs.</td></tr>' : rows}</tbody>
   </table>
@@ -88,6 +91,7 @@ export function jobPage(
 
 function optionText(key: string, value: unknown): string {
   if (typeof value === 'object') return JSON.stringify(value);
+  if (value === 'Infinity') return 'no limit';
   return typeof value === 'number' && IN_MS.has(key) ? `${value} ms` : String(value);
 }
 
@@ -145,7 +149,8 @@ function actions(job: PeriodicDashboardJob): string {
 /** The note field and the three buttons of a job, named for what they do. */
 function actionControls(job: PeriodicDashboardJob): string {
   const name = esc(job.name);
-  return `<div class="controls">
+  // Shown by the script: without it the buttons could do nothing.
+  return `<div class="controls" hidden>
 <input type="text" name="note" maxlength="1000" placeholder="Note (optional)" aria-label="Note for pausing or resuming ${name}">
 <button type="button" data-action="trigger">Trigger</button>
 <button type="button" data-action="pause">Pause</button>
@@ -233,9 +238,9 @@ function runsTable(runs: PeriodicRunRecord[], page: PageContext): string {
     .map(
       (run) => `<tr>
 <td>${time(run.startedAt.getTime(), page.now)}</td>
-<td>${run.slot === null ? '—' : time(run.slot.getTime(), page.now)}</td>
-<td>${run.origin}${run.attempt > 1 ? ` <small>attempt ${run.attempt}</small>` : ''}</td>
-<td>${esc(run.replica)}${run.fencingToken === null ? '' : ` <small>token ${run.fencingToken}</small>`}</td>
+<td class="wide">${run.slot === null ? '—' : time(run.slot.getTime(), page.now)}</td>
+<td class="wide">${run.origin}${run.attempt > 1 ? ` <small>attempt ${run.attempt}</small>` : ''}</td>
+<td class="wide">${esc(run.replica)}${run.fencingToken === null ? '' : ` <small>token ${run.fencingToken}</small>`}</td>
 <td>${result(run)}</td>
 <td>${run.durationMs === null ? '—' : lasted(run.durationMs)}</td>
 <td class="text">${run.error === null ? '' : esc(run.error.message === '' ? run.error.name : `${run.error.name}: ${run.error.message}`)}</td>
@@ -244,7 +249,7 @@ function runsTable(runs: PeriodicRunRecord[], page: PageContext): string {
     .join('');
   return `<div class="scroll" role="region" aria-label="Runs, newest first" tabindex="0"><table>
 <caption class="hidden">The latest runs, newest first</caption>
-<thead><tr><th scope="col">Started</th><th scope="col">Slot</th><th scope="col">Origin</th><th scope="col">Replica</th>
+<thead><tr><th scope="col">Started</th><th scope="col" class="wide">Slot</th><th scope="col" class="wide">Origin</th><th scope="col" class="wide">Replica</th>
 <th scope="col">Result</th><th scope="col">Duration</th><th scope="col">Error</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`;
 }
@@ -271,8 +276,9 @@ function chart(runs: PeriodicRunRecord[]): string {
   if (runs.length === 0) return '';
   const shown = [...runs].reverse();
   const longest = Math.max(1, ...shown.map((run) => run.durationMs ?? 0));
-  const [width, height, gap] = [600, 120, 2];
-  const bar = Math.max(2, Math.min(24, Math.floor(width / shown.length) - gap));
+  // Room for 50 bars, whatever their number: a few runs make thin bars on the left, not blocks.
+  const [bar, gap, height] = [10, 2, 120];
+  const width = Math.max(shown.length, 50) * (bar + gap);
   const bars = shown
     .map((run, index) => {
       const reason = run.reason ?? 'running';
@@ -290,17 +296,17 @@ function chart(runs: PeriodicRunRecord[]): string {
     .map(([reason, count]) => `<li><span class="swatch reason-${reason}"></span>${reason} ${count}</li>`)
     .join('');
   return `<figure class="chart">
-<svg viewBox="0 0 ${shown.length * (bar + gap)} ${height}" preserveAspectRatio="none" role="img" aria-label="${esc(label)}">${bars}</svg>
+<svg viewBox="0 0 ${width} ${height}" preserveAspectRatio="none" role="img" aria-label="${esc(label)}">${bars}</svg>
 <figcaption>Durations (longest ${lasted(longest)}), oldest on the left<ul class="legend">${legend}</ul></figcaption>
 </figure>`;
 }
 
 /** How long a run took, to two significant digits or to the millisecond: `0.04 ms`, `3.2 ms`, `41 ms`, `1.5 s`. */
 function lasted(ms: number): string {
-  if (ms < 10) return `${Number(ms.toPrecision(2))} ms`;
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${Number((ms / 1000).toPrecision(3))} s`;
-  return span(Math.round(ms / 1000) * 1000);
+  if (ms < 10) return `${Number(ms.toPrecision(2))}${NBSP}ms`;
+  if (ms < 1000) return `${Math.round(ms)}${NBSP}ms`;
+  if (ms < 60_000) return `${Number((ms / 1000).toPrecision(3))}${NBSP}s`;
+  return span(Math.round(ms / 1000) * 1000).replaceAll(' ', NBSP);
 }
 
 /** A time: relative to now in words, exact in UTC in its tooltip and `datetime`. */
@@ -321,7 +327,8 @@ function relative(ms: number): string {
           : size < 86_400_000
             ? `${Math.round(size / 3_600_000)} h`
             : `${Math.round(size / 86_400_000)} d`;
-  return words === 'now' ? 'now' : ms < 0 ? `${words} ago` : `in ${words}`;
+  const said = words === 'now' ? 'now' : ms < 0 ? `${words} ago` : `in ${words}`;
+  return said.replaceAll(' ', NBSP);
 }
 
 /** Text as HTML: every character that could open markup or end an attribute, escaped. */

@@ -169,7 +169,7 @@ export const JOB_OPTIONS = {
     accepts: (v) => typeof v === 'string' && v.length > 0,
     expected: 'a non-empty string',
     required: true,
-    valid: 'non-empty string, unique in the app',
+    valid: "non-empty string but `'.'` and `'..'`, unique in the app",
     default: "`'<Class>.<method>'`",
     meaning:
       "registry key, event and log label; the class is the instance's (a subclass names its inherited jobs)",
@@ -384,6 +384,12 @@ export function resolveOptions(
 ): { options: ResolvedPeriodicOptions; calendar: Calendar | undefined } {
   const given = checkedOptions(where, input, RULES, '{ every: 60_000 }') as Partial<PeriodicSchedulerOptions>;
   const { every, cron, jitter = 0 } = given;
+  if (given.name === '.' || given.name === '..') {
+    throw new PeriodicConfigError(
+      `${where}: "name" must not be '.' or '..', got '${given.name}': a URL cannot name such a job (the ` +
+        'dashboard, an HTTP endpoint), as browsers resolve those segments away; give a name with other characters',
+    );
+  }
   let calendar: Calendar | undefined;
   if (cron === undefined) {
     if (every === undefined) {

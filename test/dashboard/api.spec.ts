@@ -69,7 +69,13 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
       (run) => run.reason === 'error',
     );
     expect(errors[0].error).toEqual({ name: 'Error', message: 'the feed answered 503' });
-    expect((await call('/api/jobs/Feeds.import/history?limit=many')).status).toBe(400);
+    const many = await call('/api/jobs/Feeds.import/history?limit=many');
+    expect([many.status, (await read<Answer>(many)).message]).toEqual([
+      400,
+      '?limit= must be a whole number, such as ?limit=20, got "many"',
+    ]);
+    expect((await call('/api/jobs/Feeds.import/history?before=yesterday')).status).toBe(400);
+    expect((await call('/api/jobs/Feeds.import/audit?limit=0')).status).toBe(400);
     expect((await call('/api/jobs/Nope/history')).status).toBe(404);
     expect((await call('/api/jobs/Nope')).status).toBe(404);
     expect((await call('/jobs/Nope')).status).toBe(404);
@@ -118,6 +124,14 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     expect(
       (await post('/api/jobs/Reports.nightly/pause', {}, { 'sec-fetch-site': 'cross-site' })).status,
     ).toBe(403);
+    // A browser that sends no Sec-Fetch-Site: its Origin against the host it asked.
+    expect(
+      (await post('/api/jobs/Reports.nightly/pause', {}, { origin: 'https://evil.example' })).status,
+    ).toBe(403);
+    expect((await post('/api/jobs/Reports.nightly/pause', {}, { origin: 'null' })).status).toBe(403);
+    const own = new URL(served.url).origin;
+    expect((await post('/api/jobs/Reports.nightly/resume', {}, { origin: own })).status).toBe(200);
+    expect((await post('/api/jobs/Reports.nightly/pause', null)).status).toBe(400);
     expect((await post('/api/jobs/Reports.nightly/pause', { note: 5 })).status).toBe(400);
     expect((await post('/api/jobs/Reports.nightly/pause', { reason: 'x' })).status).toBe(400);
     expect((await post('/api/jobs/Reports.nightly/trigger', { note: 'why' })).status).toBe(400);
@@ -164,56 +178,59 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
   });
 });
 
-describe('the page under a proxy that mounts the application under a path of its own', () => {
-  let served: DashboardApp;
-  let proxy: Server;
-  let base: string;
+describe.each(['/ops/jobs', '/'])(
+  'the page at %p under a proxy that mounts the application under a path of its own',
+  (path) => {
+    let served: DashboardApp;
+    let proxy: Server;
+    let base: string;
 
-  beforeAll(async () => {
-    served = await dashboardApp({ path: '/ops/jobs' });
-    const target = new URL(served.url);
-    // /tools/* → the application's /*, as an ingress that strips a prefix does.
-    proxy = createServer((request, response) => {
-      const forward = httpRequest(
-        {
-          host: target.hostname,
-          port: target.port,
-          method: request.method,
-          path: request.url!.replace(/^\/tools/, ''),
-          headers: request.headers,
-        },
-        (answer) => {
-          response.writeHead(answer.statusCode!, answer.headers);
-          answer.pipe(response);
-        },
-      );
-      request.pipe(forward);
+    beforeAll(async () => {
+      served = await dashboardApp({ path });
+      const target = new URL(served.url);
+      // /tools/* → the application's /*, as an ingress that strips a prefix does.
+      proxy = createServer((request, response) => {
+        const forward = httpRequest(
+          {
+            host: target.hostname,
+            port: target.port,
+            method: request.method,
+            path: request.url!.replace(/^\/tools/, ''),
+            headers: request.headers,
+          },
+          (answer) => {
+            response.writeHead(answer.statusCode!, answer.headers);
+            answer.pipe(response);
+          },
+        );
+        request.pipe(forward);
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      const address = proxy.address() as { port: number };
+      base = `http://127.0.0.1:${address.port}/tools${path}`;
+    }, 30_000);
+    afterAll(async () => {
+      await new Promise((resolve) => proxy?.close(resolve));
+      await served?.close();
     });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const address = proxy.address() as { port: number };
-    base = `http://127.0.0.1:${address.port}/tools/ops/jobs`;
-  }, 30_000);
-  afterAll(async () => {
-    await new Promise((resolve) => proxy?.close(resolve));
-    await served?.close();
-  });
 
-  it('every address of the list and of a job page resolves through the proxy', async () => {
-    for (const page of [base, `${base}/jobs/Feeds.import`]) {
-      const html = await (await fetch(page)).text();
-      const addresses = [...html.matchAll(/(?:href|src|data-api)="([^"#:]+)"/g)].map((match) => match[1]);
-      expect(addresses.length).toBeGreaterThan(3);
-      for (const address of addresses) {
-        const url = new URL(address.endsWith('/api') ? `${address}/jobs` : address, page);
-        expect([address, url.pathname.startsWith('/tools/ops/jobs'), (await fetch(url)).status]).toEqual([
-          address,
-          true,
-          200,
-        ]);
+    it('every address of the list and of a job page resolves through the proxy', async () => {
+      for (const page of [base, `${base.replace(/\/$/, '')}/jobs/Feeds.import`]) {
+        const html = await (await fetch(page)).text();
+        const addresses = [...html.matchAll(/(?:href|src|data-api)="([^"#:]+)"/g)].map((match) => match[1]);
+        expect(addresses.length).toBeGreaterThan(3);
+        for (const address of addresses) {
+          const url = new URL(address.endsWith('/api') ? `${address}/jobs` : address, page);
+          expect([address, url.pathname.startsWith(`/tools${path}`), (await fetch(url)).status]).toEqual([
+            address,
+            true,
+            200,
+          ]);
+        }
       }
-    }
-  });
-});
+    });
+  },
+);
 
 describe('the dashboard module', () => {
   it('needs access: without it, a PeriodicConfigError that says why and how', () => {
@@ -254,7 +271,8 @@ describe('the dashboard module', () => {
     expect(rootFrom('/admin/periodic/', 0)).toBe('../periodic');
     expect(rootFrom('/admin/periodic/jobs/Feeds.import', 2)).toBe('../../periodic');
     expect(rootFrom('/admin/periodic/jobs/a%2Fb', 2)).toBe('../../periodic');
-    expect(rootFrom('/', 0)).toBe('..');
-    expect(rootFrom('/jobs/x', 2)).toBe('../..');
+    // Mounted at the application's root.
+    expect(rootFrom('/', 0)).toBe('.');
+    expect(rootFrom('/jobs/x', 2)).toBe('..');
   });
 });

@@ -83,13 +83,17 @@ describe('the dashboard in Chromium', () => {
     expect(paused.paused).toMatchObject({ by: 'alice@example.com', note: 'deploying v2' });
     await page.screenshot({ path: join(shots, 'dashboard-list-desktop.png'), fullPage: true });
 
-    // Resume, from the keyboard.
-    await purge.getByRole('button', { name: 'Resume', exact: true }).focus();
+    // Resume, from the keyboard; the focus stays on the button.
+    const resume = purge.getByRole('button', { name: 'Resume', exact: true });
+    await resume.focus();
     await page.keyboard.press('Enter');
     await purge
       .locator('[data-label="State"]')
       .filter({ hasText: /^ticking/ })
       .waitFor();
+    await expect(resume.evaluate((button) => button === button.ownerDocument.activeElement)).resolves.toBe(
+      true,
+    );
     expect((await served.registry.fleetStatus('Cleanup.purge')).paused).toBeNull();
     expect(
       (await served.registry.audit('Cleanup.purge')).map(({ action, by, note }) => [action, by, note]),
@@ -158,6 +162,15 @@ describe('the dashboard in Chromium', () => {
     expect(served.registry.status('Cleanup.purge').state).toBe('ticking');
     const none = await context.request.get(served.url, { headers: { 'x-role': 'none' } });
     expect(none.status()).toBe(404);
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it('without JavaScript offers no button that could not work', async () => {
+    const { context, page } = await open({ javaScript: false });
+    await page.goto(served.url);
+    await expect(row(page, 'Cleanup.purge').isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('button').count()).resolves.toBe(0);
     await context.close();
     expect(problems).toEqual([]);
   }, 60_000);

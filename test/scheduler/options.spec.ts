@@ -148,6 +148,15 @@ describe('invalid values are refused with a message naming the job, the option, 
     expect(message).toContain(`${job}: "${key}" must be ${expected}`);
   });
 
+  it.each(['.', '..'])('name %p: a URL cannot name the job, so it is refused', (name) => {
+    expect(errorOf({ every: 10, name }).message).toMatch(
+      new RegExp(
+        `"name" must not be '.' or '..', got '${name.replace(/\./g, '\\.')}': a URL cannot name such a job`,
+      ),
+    );
+    expect(() => build({ every: 10, name: '...' })).not.toThrow();
+  });
+
   it('refuses options that are not an object', () => {
     expect(() => new PeriodicScheduler(null as unknown as PeriodicSchedulerOptions)).toThrow(
       'job (unnamed): the options must be an object such as { every: 60_000 }, got null',
