@@ -29,7 +29,8 @@ ul.legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
 .state.paused { font-weight: 600; }
 .state.stopped { color: var(--down); font-weight: 600; }
 .controls { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; }
-.controls[hidden] { display: none; }
+/* The actions work only with the script, which marks the page: without it, no button that would do nothing. */
+html:not(.scripted) .needs-script { display: none; }
 .controls input { flex: 1 1 100%; min-width: 0; padding: .35rem .45rem; font: inherit; border: 1px solid var(--line);
   border-radius: .35rem; background: var(--bg); color: var(--fg); }
 button { font: inherit; padding: .35rem .75rem; border: 1px solid var(--line); border-radius: .35rem;
@@ -50,7 +51,7 @@ dd { margin: 0; overflow-wrap: anywhere; }
   table.jobs { table-layout: fixed; }
   .col-job { width: 13%; } .col-schedule { width: 12%; } .col-state { width: 14%; } .col-holder { width: 10%; }
   .col-next-tick { width: 7%; } .col-last-run { width: 10%; } .col-failures { width: 7%; }
-  .col-health { width: 6%; } .col-actions { width: 21%; }
+  .col-health { width: 6%; }
   table.jobs td, table.jobs tbody th { overflow-wrap: break-word; }
 }
 @media (max-width: 40rem) { .scroll .wide { display: none; } .scroll td.text { min-width: 9rem; } }
@@ -125,10 +126,7 @@ const SCRIPT = `'use strict';
         var rows = document.querySelector('[data-live="rows"]');
         var freshRows = fresh.querySelector('[data-live="rows"]');
         // Jobs added or removed: the whole list again (a note being typed in a row is lost then).
-        if (rows && freshRows && jobsIn(rows) !== jobsIn(freshRows)) {
-          rows.innerHTML = freshRows.innerHTML;
-          showControls();
-        }
+        if (rows && freshRows && jobsIn(rows) !== jobsIn(freshRows)) rows.innerHTML = freshRows.innerHTML;
         var now = leaves(fresh);
         var shown = leaves(document);
         Object.keys(shown).forEach(function (key) {
@@ -144,11 +142,14 @@ const SCRIPT = `'use strict';
     return refreshing;
   }
 
-  // The controls work only with this script: it shows them.
-  function showControls() {
-    document.querySelectorAll('.controls[hidden]').forEach(function (controls) { controls.hidden = false; });
-  }
-  showControls();
+  document.documentElement.classList.add('scripted');
+  // Why a tick started nothing, in words.
+  var WHY = {
+    paused: 'the job is paused',
+    notLeaseHolder: 'this replica does not hold the lease',
+    noHolder: 'no replica holds the lease',
+    jobNotStarted: 'its guard said no, or a run is still going and onOverlap is ignore',
+  };
 
   function act(button) {
     // Busy, not disabled: a disabled button would lose the keyboard's focus.
@@ -177,7 +178,7 @@ const SCRIPT = `'use strict';
         if (!got.response.ok) {
           say(name + ': ' + action + ' refused (' + got.response.status + ' ' + (answer.message || '') + ')', true);
         } else if (answer.ok === false) {
-          say(name + ': nothing started (' + answer.error + ')', true);
+          say(name + ': nothing started: ' + (WHY[answer.error] || answer.error), true);
         } else {
           var where = answer.replica ? ' on ' + answer.replica : '';
           var run = answer.jobId !== undefined ? ', run #' + answer.jobId + where : '';

@@ -21,26 +21,16 @@ export interface PageContext {
 }
 
 /**
- * The columns of the list. Its rows are given their roles explicitly: on a phone the table is laid out as cards
- * (CSS `display: block`), which makes some browsers forget that it is a table.
+ * The columns of the list; for operators, its actions come last and take the width the others leave. Its rows
+ * are given their roles explicitly: on a phone the table is laid out as cards (CSS `display: block`), which
+ * makes some browsers forget that it is a table.
  */
-const COLUMNS = [
-  'Job',
-  'Schedule',
-  'State',
-  'Holder',
-  'Next tick',
-  'Last run',
-  'Failures',
-  'Health',
-  'Actions',
-];
+const COLUMNS = ['Job', 'Schedule', 'State', 'Holder', 'Next tick', 'Last run', 'Failures', 'Health'];
 
 /** The colours of the chart and of the results, one per exit reason (and a run in flight). */
 const REASONS = ['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost', 'running'] as const;
 
 export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): string {
-  const columns = COLUMNS.filter((column) => column !== 'Actions' || page.access === 'operate');
   const rows = jobs.map((job) => jobRow(job, page)).join('');
   const body = `
 <main>
@@ -48,9 +38,10 @@ export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): strin
   ${intro(page, `${jobs.length} job${jobs.length === 1 ? '' : 's'}`)}
   <table class="jobs" role="table">
     <caption class="hidden">Every job, its schedule, state and last run${page.access === 'operate' ? ', and its actions' : ''}</caption>
-    ${columns.map((column) => `<col class="col-${column.toLowerCase().replace(' ', '-')}">`).join('')}
+    ${COLUMNS.map((column) => `<col class="col-${column.toLowerCase().replace(' ', '-')}">`).join('')}
     <thead role="rowgroup"><tr role="row">
-      ${columns.map((column) => `<th scope="col" role="columnheader">${column}</th>`).join('')}
+      ${COLUMNS.map((column) => `<th scope="col" role="columnheader">${column}</th>`).join('')}
+      ${page.access === 'operate' ? '<th scope="col" role="columnheader" class="needs-script">Actions</th>' : ''}
     </tr></thead>
     <tbody role="rowgroup" data-live="rows">${rows === '' ? '<tr role="row"><td role="cell" colspan="9">No jobs.</td></tr>' : rows}</tbody>
   </table>
@@ -68,7 +59,7 @@ export function jobPage(
 <nav><a href="${page.root}">All jobs</a></nav>
 <main data-job="${esc(job.name)}">
   <h1>${esc(job.name)}</h1>
-  ${intro(page, job.exclusive ? 'an exclusive job: what this page shows and does is the fleet’s' : 'a job of each process: what this page shows and does is this process’s')}
+  ${intro(page, job.exclusive ? 'exclusive: one replica runs it at a time; this page shows and operates the fleet’s job' : 'not exclusive: every process runs it; this page shows and operates this process’s')}
   <dl class="summary" data-live="summary">${summary(job, page)}</dl>
   ${page.access === 'operate' ? actions(job) : ''}
   <section aria-labelledby="runs-title">
@@ -119,7 +110,8 @@ function intro(page: PageContext, what: string): string {
   const served = page.replica === null ? '' : ` · served by replica <b>${esc(page.replica)}</b>`;
   const access = page.access === 'read' ? ' · <span class="badge">read-only</span>' : '';
   const script = page.access === 'operate' ? '<noscript><p>The actions need JavaScript.</p></noscript>' : '';
-  return `<p class="intro">${esc(what)}${served}${access} · <span data-live="clock">${time(page.now, page.now)}</span></p>${script}`;
+  const at = new Date(page.now).toISOString().slice(11, 19);
+  return `<p class="intro">${esc(what)}${served}${access} · <span data-live="clock">as of ${at} UTC</span></p>${script}`;
 }
 
 function jobRow(job: PeriodicDashboardJob, page: PageContext): string {
@@ -138,19 +130,18 @@ function jobRow(job: PeriodicDashboardJob, page: PageContext): string {
   return `<tr role="row" data-job="${esc(job.name)}">
 <th scope="row" role="rowheader" data-label="Job"><a href="${href}">${esc(job.name)}</a></th>
 ${cells.map(([label, html]) => `<td role="cell" data-label="${label}" data-live="${label}">${html}</td>`).join('')}
-${page.access === 'operate' ? `<td role="cell" data-label="Actions">${actionControls(job)}</td>` : ''}
+${page.access === 'operate' ? `<td role="cell" data-label="Actions" class="needs-script">${actionControls(job)}</td>` : ''}
 </tr>`;
 }
 
 function actions(job: PeriodicDashboardJob): string {
-  return `<section class="actions" aria-label="Actions on ${esc(job.name)}" data-job="${esc(job.name)}">${actionControls(job)}</section>`;
+  return `<section class="actions needs-script" aria-label="Actions on ${esc(job.name)}" data-job="${esc(job.name)}">${actionControls(job)}</section>`;
 }
 
 /** The note field and the three buttons of a job, named for what they do. */
 function actionControls(job: PeriodicDashboardJob): string {
   const name = esc(job.name);
-  // Shown by the script: without it the buttons could do nothing.
-  return `<div class="controls" hidden>
+  return `<div class="controls">
 <input type="text" name="note" maxlength="1000" placeholder="Note (optional)" aria-label="Note for pausing or resuming ${name}">
 <button type="button" data-action="trigger">Trigger</button>
 <button type="button" data-action="pause">Pause</button>
@@ -239,7 +230,7 @@ function runsTable(runs: PeriodicRunRecord[], page: PageContext): string {
       (run) => `<tr>
 <td>${time(run.startedAt.getTime(), page.now)}</td>
 <td class="wide">${run.slot === null ? '—' : time(run.slot.getTime(), page.now)}</td>
-<td class="wide">${run.origin}${run.attempt > 1 ? ` <small>attempt ${run.attempt}</small>` : ''}</td>
+<td>${run.origin}${run.attempt > 1 ? ` <small>attempt ${run.attempt}</small>` : ''}</td>
 <td class="wide">${esc(run.replica)}${run.fencingToken === null ? '' : ` <small>token ${run.fencingToken}</small>`}</td>
 <td>${result(run)}</td>
 <td>${run.durationMs === null ? '—' : lasted(run.durationMs)}</td>
@@ -249,7 +240,7 @@ function runsTable(runs: PeriodicRunRecord[], page: PageContext): string {
     .join('');
   return `<div class="scroll" role="region" aria-label="Runs, newest first" tabindex="0"><table>
 <caption class="hidden">The latest runs, newest first</caption>
-<thead><tr><th scope="col">Started</th><th scope="col" class="wide">Slot</th><th scope="col" class="wide">Origin</th><th scope="col" class="wide">Replica</th>
+<thead><tr><th scope="col">Started</th><th scope="col" class="wide">Slot</th><th scope="col">Origin</th><th scope="col" class="wide">Replica</th>
 <th scope="col">Result</th><th scope="col">Duration</th><th scope="col">Error</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`;
 }
@@ -259,12 +250,12 @@ function auditTable(entries: PeriodicAuditEntry[], page: PageContext): string {
   const rows = entries
     .map(
       (entry) => `<tr><td>${time(entry.at.getTime(), page.now)}</td><td>${entry.action}</td>
-<td>${entry.by === null ? '—' : esc(entry.by)}</td><td class="text">${entry.note === null ? '' : esc(entry.note)}</td><td>${esc(entry.replica)}</td></tr>`,
+<td>${entry.by === null ? '—' : esc(entry.by)}</td><td class="text">${entry.note === null ? '' : esc(entry.note)}</td><td class="wide">${esc(entry.replica)}</td></tr>`,
     )
     .join('');
   return `<div class="scroll" role="region" aria-label="Audit trail, newest first" tabindex="0"><table>
 <caption class="hidden">Who paused, resumed or triggered the job, newest first</caption>
-<thead><tr><th scope="col">When</th><th scope="col">Action</th><th scope="col">By</th><th scope="col">Note</th><th scope="col">Replica</th></tr></thead>
+<thead><tr><th scope="col">When</th><th scope="col">Action</th><th scope="col">By</th><th scope="col">Note</th><th scope="col" class="wide">Replica</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`;
 }
 
@@ -275,7 +266,7 @@ function auditTable(entries: PeriodicAuditEntry[], page: PageContext): string {
 function chart(runs: PeriodicRunRecord[]): string {
   if (runs.length === 0) return '';
   const shown = [...runs].reverse();
-  const longest = Math.max(1, ...shown.map((run) => run.durationMs ?? 0));
+  const longest = Math.max(0, ...shown.map((run) => run.durationMs ?? 0));
   // Room for 50 bars, whatever their number: a few runs make thin bars on the left, not blocks.
   const [bar, gap, height] = [10, 2, 120];
   const width = Math.max(shown.length, 50) * (bar + gap);
@@ -283,7 +274,9 @@ function chart(runs: PeriodicRunRecord[]): string {
     .map((run, index) => {
       const reason = run.reason ?? 'running';
       const tall =
-        run.durationMs === null ? height : Math.max(2, Math.round((run.durationMs / longest) * height));
+        run.durationMs === null
+          ? height
+          : Math.max(2, Math.round((run.durationMs / (longest || 1)) * height));
       const what = `${run.startedAt.toISOString()}: ${reason}${run.durationMs === null ? '' : `, ${lasted(run.durationMs)}`}`;
       return `<rect class="bar reason-${reason}" x="${index * (bar + gap)}" y="${height - tall}" width="${bar}" height="${tall}"><title>${esc(what)}</title></rect>`;
     })
@@ -291,7 +284,7 @@ function chart(runs: PeriodicRunRecord[]): string {
   const tally = REASONS.map(
     (reason) => [reason, shown.filter((run) => (run.reason ?? 'running') === reason).length] as const,
   ).filter(([, count]) => count > 0);
-  const label = `Durations of the last ${shown.length} runs, oldest first, longest ${lasted(longest)}: ${tally.map(([reason, count]) => `${count} ${reason}`).join(', ')}`;
+  const label = `Durations of the last ${shown.length === 1 ? 'run' : `${shown.length} runs`}, oldest first, longest ${lasted(longest)}: ${tally.map(([reason, count]) => `${count} ${reason}`).join(', ')}`;
   const legend = tally
     .map(([reason, count]) => `<li><span class="swatch reason-${reason}"></span>${reason} ${count}</li>`)
     .join('');

@@ -81,6 +81,12 @@ describe('the dashboard in Chromium', () => {
       .waitFor();
     const paused = await served.registry.fleetStatus('Cleanup.purge');
     expect(paused.paused).toMatchObject({ by: 'alice@example.com', note: 'deploying v2' });
+    // A trigger that starts nothing says why, in words.
+    await purge.getByRole('button', { name: 'Trigger', exact: true }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'Cleanup.purge: nothing started: the job is paused' })
+      .waitFor();
     await page.screenshot({ path: join(shots, 'dashboard-list-desktop.png'), fullPage: true });
 
     // Resume, from the keyboard; the focus stays on the button.
@@ -131,6 +137,8 @@ describe('the dashboard in Chromium', () => {
   it('fits a 375 px phone: each job a card, its buttons within reach', async () => {
     const { context, page } = await open({ width: 375 });
     await page.goto(served.url);
+    // Before any action: a full-page picture would show the status line where the screen's bottom was.
+    await page.screenshot({ path: join(shots, 'dashboard-list-phone.png'), fullPage: true });
     const nightly = row(page, 'Reports.nightly');
     await nightly.getByRole('button', { name: 'Pause', exact: true }).click();
     await nightly.locator('[data-label="State"]').filter({ hasText: 'paused' }).waitFor();
@@ -143,7 +151,6 @@ describe('the dashboard in Chromium', () => {
     await expect(width()).resolves.toBeLessThanOrEqual(375);
     const box = await nightly.getByRole('button', { name: 'Resume', exact: true }).boundingBox();
     expect(box!.x + box!.width).toBeLessThanOrEqual(375);
-    await page.screenshot({ path: join(shots, 'dashboard-list-phone.png'), fullPage: true });
     await page.goto(`${served.url}/jobs/Feeds.import`);
     await expect(width()).resolves.toBeLessThanOrEqual(375);
     await page.screenshot({ path: join(shots, 'dashboard-job-phone.png'), fullPage: true });
