@@ -128,22 +128,27 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
         });
         replicas.push({ name, app, proxy });
       }
-      // The first replica takes the lease alone; the spread may give it to the second, within a heartbeat.
-      await sleep(LEASE_MS);
-      const holder = await until(async () =>
-        replicas.find(({ app }) => app.registry.status('report').lease?.held === true),
-      );
+      // The first replica takes the lease alone; the spread may give it to the second: the holder is the one
+      // that has held it for a whole lease period (on a busy machine the move may come later than a heartbeat).
+      let [holder, since] = [undefined as (typeof replicas)[number] | undefined, performance.now()];
+      await until(async () => {
+        const now = replicas.find(({ app }) => app.registry.status('report').lease?.held === true);
+        if (now !== holder) [holder, since] = [now, performance.now()];
+        return holder !== undefined && performance.now() - since >= LEASE_MS ? holder : undefined;
+      }, 20_000);
       const other = replicas.find((replica) => replica !== holder)!;
-      return { holder, other, started };
+      return { holder: holder!, other, started };
     }
 
     it('a trigger asked of the replica without the lease runs once, on the holder; status, history and audit are the same on both', async () => {
       const { holder, other, started } = await twoReplicas();
+      // The other replica may have run a slot before the lease moved to the holder (at start, under load).
+      const [asked, ranBefore] = [new Date(), started[other.name].length];
       const result = await other.app.registry.trigger('report', { by: 'alice' });
       expect(result).toEqual({ ok: true, jobId: expect.any(Number), replica: holder.name });
       const { jobId } = result as { jobId: number };
       expect(started[holder.name]).toContain(jobId);
-      expect(started[other.name]).toEqual([]);
+      expect(started[other.name].slice(ranBefore)).toEqual([]);
 
       const history = await until(async () => {
         const runs = await other.app.registry.history('report', { limit: 10 });
@@ -154,7 +159,9 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       expect(history.filter((run) => run.origin === 'trigger')).toMatchObject([
         { jobId, replica: holder.name, slot: null, attempt: 1, reason: 'normal', error: null },
       ]);
-      expect(history.every((run) => run.replica === holder.name)).toBe(true);
+      expect(
+        history.filter((run) => run.startedAt >= asked).every((run) => run.replica === holder.name),
+      ).toBe(true);
       const audit = await other.app.registry.audit('report');
       expect(audit).toMatchObject([{ action: 'trigger', by: 'alice', replica: other.name }]);
       expect(await holder.app.registry.audit('report')).toEqual(audit);
@@ -179,7 +186,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       expect((await other.app.registry.fleetStatusAll()).map((status) => status.holder?.replica)).toEqual([
         holder.name,
       ]);
-    });
+    }, 30_000);
 
     it('a run is in the history read by the other replica within a round trip of its finished event', async () => {
       const { holder, other } = await twoReplicas();
@@ -191,7 +198,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
         }, 1000);
         expect(latest).toMatchObject({ jobId, replica: holder.name, reason: 'normal' });
       }
-    });
+    }, 30_000);
 
     it("a run's end is never overwritten by its start: every ended run reads ended", async () => {
       store = makeStore();
@@ -213,7 +220,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       const runs = await app.registry.history('quick', { limit: 100 });
       expect(runs.length).toBeGreaterThan(10);
       expect(runs.filter((run) => run.finishedAt === null)).toEqual([]);
-    });
+    }, 30_000);
 
     it('a replica whose store hangs says so within leaseMs / 3; the other takes the job over', async () => {
       const { holder, other } = await twoReplicas();
@@ -226,6 +233,6 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       await until(async () => (other.app.registry.status('report').lease?.held === true ? true : undefined));
       const seen = await other.app.registry.fleetStatus('report');
       expect(seen).toMatchObject({ holder: { replica: other.name }, store: { reachable: true } });
-    });
+    }, 30_000);
   });
 });
