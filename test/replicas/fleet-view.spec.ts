@@ -162,7 +162,11 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       expect(
         history.filter((run) => run.startedAt >= asked).every((run) => run.replica === holder.name),
       ).toBe(true);
-      const audit = await other.app.registry.audit('report');
+      // A trigger is audited beside its run, once the run has started: it may land a moment after the answer.
+      const audit = await until(async () => {
+        const entries = await other.app.registry.audit('report');
+        return entries.length > 0 ? entries : undefined;
+      });
       expect(audit).toMatchObject([{ action: 'trigger', by: 'alice', replica: other.name }]);
       expect(await holder.app.registry.audit('report')).toEqual(audit);
 
