@@ -166,6 +166,8 @@ export class Replica {
   private flushed: (() => void)[] = [];
   /** On the `now()` timeline: until when no run is recorded (the store was too slow to record them). */
   private shedUntil = -Infinity;
+  /** Runs whose start the store took: their end is recorded even then, so that none reads as running for ever. */
+  private readonly opened = new WeakSet<PeriodicRunEntry>();
 
   /**
    * @param store the coordinator, and where its failures are reported.
@@ -230,7 +232,7 @@ export class Replica {
    */
   record(entry: PeriodicRunEntry, keep: number): void {
     // A store too slow to keep the history gives its time to the claims of slots for a lease period.
-    if (now() < this.shedUntil) return;
+    if (now() < this.shedUntil && !this.opened.has(entry)) return;
     this.keep = keep;
     if (this.runs.size === 0) queueMicrotask(() => void this.flushRuns());
     this.runs.add(entry);
@@ -252,7 +254,8 @@ export class Replica {
     this.recording = true;
     while (this.runs.size > 0) {
       // Copies: a run in flight goes on changing its own.
-      const runs = Array.from(this.runs, (entry) => ({ ...entry }));
+      const entries = Array.from(this.runs);
+      const runs = entries.map((entry) => ({ ...entry }));
       this.runs.clear();
       const waiting = this.flushed.splice(0);
       const sent = now();
@@ -261,6 +264,10 @@ export class Replica {
         () => false,
       );
       const took = now() - sent;
+      entries.forEach((entry, i) => {
+        if (taken && runs[i].reason === null) this.opened.add(entry);
+        else this.opened.delete(entry);
+      });
       if (!taken || took > this.calls.leaseMs / 10) this.shed(runs.length, took, taken);
       for (const done of waiting) done();
     }
@@ -271,13 +278,15 @@ export class Replica {
   /**
    * The store failed to record runs, or took more than `leaseMs / 10` to: no run is recorded for a lease period
    * (the runs waiting are dropped), so that the history does not hold up the claims of slots and the renewals
-   * of leases when the store is overloaded. Said once per lease period; a failure was reported already.
+   * of leases when the store is overloaded; but the end of a run whose start was recorded still is. Said once
+   * per lease period; a failure was reported already.
    */
   private shed(count: number, took: number, taken: boolean): void {
     const { leaseMs } = this.calls;
     this.shedUntil = now() + leaseMs;
-    const dropped = this.runs.size;
-    this.runs.clear();
+    const before = this.runs.size;
+    this.runs = new Set(Array.from(this.runs).filter((entry) => this.opened.has(entry)));
+    const dropped = before - this.runs.size;
     if (taken) {
       this.calls.store.slow(
         `took ${Math.round(took)}ms to record ${count} runs: no run is recorded for the next ${leaseMs}ms ` +

@@ -12,6 +12,7 @@ import {
   type PeriodicContext,
   type PeriodicCoordinator,
   PeriodicModule,
+  type PeriodicRunRecord,
   PostgresCoordinator,
   RedisCoordinator,
 } from '../../lib/index.js';
@@ -142,32 +143,45 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
 
     it('a trigger asked of the replica without the lease runs once, on the holder; status, history and audit are the same on both', async () => {
       const { holder, other, started } = await twoReplicas();
-      // The other replica may have run a slot before the lease moved to the holder (at start, under load).
-      const [asked, ranBefore] = [new Date(), started[other.name].length];
-      const result = await other.app.registry.trigger('report', { by: 'alice' });
-      expect(result).toEqual({ ok: true, jobId: expect.any(Number), replica: holder.name });
-      const { jobId } = result as { jobId: number };
-      expect(started[holder.name]).toContain(jobId);
-      expect(started[other.name].slice(ranBefore)).toEqual([]);
-
-      const history = await until(async () => {
-        const runs = await other.app.registry.history('report', { limit: 10 });
-        const ended = (origin: string) =>
-          runs.some((run) => run.origin === origin && run.reason === 'normal');
-        return ended('trigger') && ended('schedule') ? runs : undefined;
+      const asked = new Date();
+      let jobId = 0;
+      let history: PeriodicRunRecord[] | undefined;
+      // A store slower than leaseMs / 10 (a loaded machine) makes the holder drop its records for a lease
+      // period, as SPEC 18 lets it: then the trigger's record is not there, and the trigger is asked again.
+      for (let attempt = 0; history === undefined && attempt < 3; attempt++) {
+        // The other replica may have run a slot before the lease moved to the holder (at start, under load).
+        const ranBefore = started[other.name].length;
+        const result = await other.app.registry.trigger('report', { by: 'alice' });
+        expect(result).toEqual({ ok: true, jobId: expect.any(Number), replica: holder.name });
+        jobId = (result as { jobId: number }).jobId;
+        expect(started[holder.name]).toContain(jobId);
+        expect(started[other.name].slice(ranBefore)).toEqual([]);
+        history = await until(async () => {
+          const runs = await other.app.registry.history('report', { limit: 10 });
+          const triggered = runs.some((run) => run.jobId === jobId && run.reason === 'normal');
+          const scheduled = runs.some((run) => run.origin === 'schedule' && run.reason === 'normal');
+          return triggered && scheduled ? runs : undefined;
+        }, 3 * LEASE_MS).catch(() => undefined);
+      }
+      expect(history!.find((run) => run.jobId === jobId)).toMatchObject({
+        jobId,
+        origin: 'trigger',
+        replica: holder.name,
+        slot: null,
+        attempt: 1,
+        reason: 'normal',
+        error: null,
       });
-      expect(history.filter((run) => run.origin === 'trigger')).toMatchObject([
-        { jobId, replica: holder.name, slot: null, attempt: 1, reason: 'normal', error: null },
-      ]);
       expect(
-        history.filter((run) => run.startedAt >= asked).every((run) => run.replica === holder.name),
+        history!.filter((run) => run.startedAt >= asked).every((run) => run.replica === holder.name),
       ).toBe(true);
       // A trigger is audited beside its run, once the run has started: it may land a moment after the answer.
       const audit = await until(async () => {
         const entries = await other.app.registry.audit('report');
         return entries.length > 0 ? entries : undefined;
       });
-      expect(audit).toMatchObject([{ action: 'trigger', by: 'alice', replica: other.name }]);
+      expect(audit.every((entry) => entry.action === 'trigger' && entry.by === 'alice')).toBe(true);
+      expect(audit[0]).toMatchObject({ action: 'trigger', by: 'alice', replica: other.name });
       expect(await holder.app.registry.audit('report')).toEqual(audit);
 
       const [seenByHolder, seenByOther] = await Promise.all(
@@ -194,14 +208,20 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
 
     it('a run is in the history read by the other replica within a round trip of its finished event', async () => {
       const { holder, other } = await twoReplicas();
-      for (let i = 0; i < 3; i++) {
+      // Three runs seen; a store slower than leaseMs / 10 (a loaded machine) may make the holder drop the
+      // records of a lease period, as SPEC 18 lets it: those are not waited for.
+      let seen = 0;
+      for (let i = 0; i < 12 && seen < 3; i++) {
         const { jobId } = await holder.app.events.once('finished');
         const latest = await until(async () => {
           const [run] = await other.app.registry.history('report', { limit: 1 });
           return run?.jobId === jobId ? run : undefined;
-        }, 1000);
+        }, 1000).catch(() => undefined);
+        if (latest === undefined) continue;
         expect(latest).toMatchObject({ jobId, replica: holder.name, reason: 'normal' });
+        seen++;
       }
+      expect(seen).toBe(3);
     }, 30_000);
 
     it("a run's end is never overwritten by its start: every ended run reads ended", async () => {

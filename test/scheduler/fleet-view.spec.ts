@@ -5,7 +5,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
-import { advance, EventLog, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
+import { advance, EventLog, flush, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
 import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
 import { Replica } from '../../lib/scheduler/replica.js';
 
@@ -187,6 +187,48 @@ describe('a store too slow to keep the history', () => {
     await advance(2000);
     // Recorded again once the lease period is over (the slow step ended at about 1,450 ms).
     expect((await store.readHistory('job', 100, null)).length).toBeGreaterThan(during + 2);
+    await scheduler.stop();
+  });
+});
+
+describe('a store too slow to keep the history, with a run in flight', () => {
+  it('still records the end of a run whose start it took: no run reads as running for ever', async () => {
+    class Slow extends Store {
+      delay = 0;
+
+      override async recordRuns(...args: Parameters<InMemoryCoordinator['recordRuns']>) {
+        if (this.delay > 0) await new Promise((resolve) => setTimeout(resolve, this.delay));
+        return super.recordRuns(...args);
+      }
+    }
+    const store = new Slow();
+    const replica = new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), 'r1');
+    const finishes: (() => void)[] = [];
+    const scheduler = new PeriodicScheduler(
+      {
+        name: 'long',
+        every: 60_000,
+        exclusive: true,
+        coordinator: store,
+        run: () => new Promise<void>((resolve) => finishes.push(resolve)),
+      },
+      new EventLog().sink,
+      { replica },
+    );
+    scheduler.start();
+    await advance(60_000);
+    await flush();
+    expect((await store.readHistory('long', 10, null)).map((run) => run.reason)).toEqual([null]);
+    // The store turns slow: a step of records takes more than leaseMs / 10, and records are shed.
+    store.delay = LEASE_MS / 10 + 50;
+    await scheduler.trigger();
+    await advance(LEASE_MS / 10 + 100);
+    store.delay = 0;
+    // Shedding now: the run's end is still recorded, as its start was.
+    finishes.forEach((finish) => finish());
+    await advance(100);
+    const runs = await store.readHistory('long', 10, null);
+    expect(runs.filter((run) => run.origin === 'schedule').map((run) => run.reason)).toEqual(['normal']);
     await scheduler.stop();
   });
 });
