@@ -148,16 +148,18 @@ describe("an exclusive job's history and status are the fleet's", () => {
   });
 });
 
+/** A store whose records take `delay` ms to be answered. */
+class Slow extends Store {
+  delay = 0;
+
+  override async recordRuns(...args: Parameters<InMemoryCoordinator['recordRuns']>) {
+    if (this.delay > 0) await new Promise((resolve) => setTimeout(resolve, this.delay));
+    return super.recordRuns(...args);
+  }
+}
+
 describe('a store too slow to keep the history', () => {
   it('records no run for a lease period, and says so once, so that claims keep its time', async () => {
-    class Slow extends Store {
-      delay = 0;
-
-      override async recordRuns(...args: Parameters<InMemoryCoordinator['recordRuns']>) {
-        if (this.delay > 0) await new Promise((resolve) => setTimeout(resolve, this.delay));
-        return super.recordRuns(...args);
-      }
-    }
     const store = new Slow();
     const lines: string[] = [];
     const replica = new Replica(
@@ -193,14 +195,6 @@ describe('a store too slow to keep the history', () => {
 
 describe('a store too slow to keep the history, with a run in flight', () => {
   it('still records the end of a run whose start it took: no run reads as running for ever', async () => {
-    class Slow extends Store {
-      delay = 0;
-
-      override async recordRuns(...args: Parameters<InMemoryCoordinator['recordRuns']>) {
-        if (this.delay > 0) await new Promise((resolve) => setTimeout(resolve, this.delay));
-        return super.recordRuns(...args);
-      }
-    }
     const store = new Slow();
     const replica = new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), 'r1');
     const finishes: (() => void)[] = [];
