@@ -85,7 +85,7 @@ function jobOf(
 
 /** The replica that serves the page, when the application has a coordinator. */
 export function servingReplica(registry: PeriodicRegistry): string | null {
-  const replica = registry.getAll().find((scheduler) => scheduler.fleetReplica !== undefined)?.fleetReplica;
+  const replica = registry.fleetJobs()[0]?.fleetReplica;
   return replica === undefined ? null : replicaOf(replica.owner);
 }
 

@@ -31,7 +31,7 @@ export class JobHealth {
 
   /** Starts a read of the fleet's schedules when the last one is older than `leaseMs / 3`; never waits for it. */
   refresh(): void {
-    const schedulers = this.registry.getAll().filter((scheduler) => scheduler.fleetReplica !== undefined);
+    const schedulers = this.registry.fleetJobs();
     const replica = schedulers[0]?.fleetReplica;
     if (replica === undefined || this.#reading || now() - this.#readAt < replica.calls.leaseMs / 3) {
       return;

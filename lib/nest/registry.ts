@@ -192,10 +192,15 @@ export class PeriodicRegistry {
     return this.entry(name, 'fleetStatus').scheduler.fleetStatus();
   }
 
+  /** @internal The jobs whose state is the fleet's, kept in the coordinator's store, in registration order. */
+  fleetJobs(): PeriodicScheduler[] {
+    return this.getAll().filter((scheduler) => scheduler.fleetReplica !== undefined);
+  }
+
   /** The fleet status of every job, in the order they were registered: one read of the store for them all. */
   async fleetStatusAll(): Promise<PeriodicFleetStatus[]> {
     const schedulers = this.getAll();
-    const fleet = schedulers.filter((scheduler) => scheduler.fleetReplica !== undefined);
+    const fleet = this.fleetJobs();
     const replica = fleet[0]?.fleetReplica;
     const reads =
       replica === undefined
