@@ -16,13 +16,14 @@ import type {
   PeriodicTriggerState,
 } from '../scheduler/coordinator-port.js';
 import { describeValue, isError } from '../scheduler/errors.js';
-import { newestFirst, outcomeOf } from '../scheduler/history.js';
+import { HISTORY_DEFAULTS, newestFirst, outcomeOf } from '../scheduler/history.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import {
   integerReply,
   LEASE_MS,
   operationOf,
   RECORD_VERSION,
+  RUN_FIELDS,
   runOf,
   triggerAnswerOf,
   triggerOf,
@@ -89,8 +90,8 @@ end
 redis.call('HSET', KEYS[2], 'last:' .. ARGV[3], ARGV[4], 'next:' .. ARGV[3], ARGV[5], 'grid:' .. ARGV[3], ARGV[6])
 return 1`;
 
-/** KEYS: a list. Its items. */
-const READ_LIST = `return redis.call('LRANGE', KEYS[1], 0, -1)`;
+/** KEYS: a list; ARGV: how many. Its last items. */
+const READ_LIST = `return redis.call('LRANGE', KEYS[1], -tonumber(ARGV[1]), -1)`;
 
 /** KEYS: the hash; ARGV: fields. Their values (false for a missing one). */
 const READ_FIELDS = `return redis.call('HMGET', KEYS[1], unpack(ARGV))`;
@@ -272,40 +273,50 @@ const OPEN_KEPT = 10_000;
 const SET_FIELD = `return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])`;
 
 /**
- * RECORD(keep, at, count) records `count` runs from ARGV[at] on, each of six arguments: job name, the start of its
- * record as JSON (`{"id":…`), how (`push` or `replace`), what it tells (`ok` for a success, `fail` for a
- * failure, empty for neither), when it ended, and the record as JSON; the list of each is KEYS[1 + i]. A record is
- * pushed onto the job's list (the latest `keep` kept), or replaces the one that starts the same among the 32
- * newest (the run's start, when it ends). A success sets the fields `ok:<name>` and `fails:<name>` (0) of the
- * hash; a failure counts one more in `fails:<name>`.
+ * RECORD(keep, at, count) records `count` runs from ARGV[at] on, each of four arguments: job name, the record, how
+ * long its mark is (the record's start that names its run; 0 for a new run) and what it tells (`fail` for a
+ * failure, when it ended for a success, empty for neither); the list of each is KEYS[1 + i]. A new run's record
+ * is appended to the job's list, which is cut back to the latest `keep` once it holds `keep / 8` (8 at least)
+ * more, so that most records cost one command; readers read the latest `keep`. An ended run's record replaces
+ * its start, found at the end of the list, or among the 32 latest. A success sets the field `ok:<name>` of the
+ * hash, when it ended; a failure sets `failed:<name>` to the failures since the success `ok:<name>` tells and
+ * that success's time (`2 1733000000000`), so that a success, the common case, writes one field.
  */
 const RECORD = `local function record(keep, at, count)
-  local outcomes = {}
+  local outcomes, succeeded = {}, {}
+  local most = keep + math.max(8, math.floor(keep / 8))
   for i = 1, count do
-    local base = at + (i - 1) * 6
-    local key, name, mark, how = KEYS[1 + i], ARGV[base], ARGV[base + 1], ARGV[base + 2]
-    local outcome, json = ARGV[base + 3], ARGV[base + 5]
+    local base = at + (i - 1) * 4
+    local key, name, json, mark, outcome = KEYS[1 + i], ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
     local replaced = false
-    if how == 'replace' then
-      local newest = redis.call('LRANGE', key, 0, 31)
-      for j = 1, #newest do
-        if string.sub(newest[j], 1, #mark) == mark then
-          redis.call('LSET', key, j - 1, json)
-          replaced = true
-          break
+    if mark > 0 then
+      local run = string.sub(json, 1, mark)
+      local latest = redis.call('LINDEX', key, -1)
+      if latest and string.sub(latest, 1, mark) == run then
+        redis.call('LSET', key, -1, json)
+        replaced = true
+      else
+        local newest = redis.call('LRANGE', key, -32, -1)
+        for j = #newest - 1, 1, -1 do
+          if string.sub(newest[j], 1, mark) == run then
+            redis.call('LSET', key, j - 1 - #newest, json)
+            replaced = true
+            break
+          end
         end
       end
     end
-    if not replaced then
-      redis.call('LPUSH', key, json)
-      redis.call('LTRIM', key, 0, keep - 1)
-    end
-    if outcome == 'ok' then
+    if not replaced and redis.call('RPUSH', key, json) > most then redis.call('LTRIM', key, -keep, -1) end
+    if outcome == 'fail' then
+      local stored = redis.call('HMGET', KEYS[1], 'ok:' .. name, 'failed:' .. name)
+      local ok, count = succeeded[name] or stored[1] or '', 0
+      local space = stored[2] and string.find(stored[2], ' ', 1, true)
+      if space and string.sub(stored[2], space + 1) == ok then count = tonumber(string.sub(stored[2], 1, space - 1)) end
+      redis.call('HSET', KEYS[1], 'failed:' .. name, (count + 1) .. ' ' .. ok)
+    elseif outcome ~= '' then
+      succeeded[name] = outcome
       local n = #outcomes
-      outcomes[n + 1], outcomes[n + 2] = 'ok:' .. name, ARGV[base + 4]
-      outcomes[n + 3], outcomes[n + 4] = 'fails:' .. name, '0'
-    elseif outcome == 'fail' then
-      redis.call('HINCRBY', KEYS[1], 'fails:' .. name, 1)
+      outcomes[n + 1], outcomes[n + 2] = 'ok:' .. name, outcome
     end
   end
   chunked('HSET', KEYS[1], outcomes)
@@ -358,9 +369,9 @@ return taken`;
 
 /**
  * KEYS: the hash, then per job its lease key and its history list; ARGV: the job names. Per job: the lease's
- * holder (empty if none), its time to live in ms, the fields token, last, next, grid, pause, ok and fails of the
+ * holder (empty if none), its time to live in ms, the fields token, last, next, grid, pause, ok and failed of the
  * hash (empty when missing), and the newest record of its history (the list is in the order runs started: a
- * record is pushed when its run starts, or ends in the turn it started, and replaced in place); first of all,
+ * record is appended when its run starts, or ends in the turn it started, and replaced in place); first of all,
  * Redis's clock in ms.
  */
 const READ_FLEET = `local time = redis.call('TIME')
@@ -370,9 +381,9 @@ for i = 1, #ARGV do
   reply[#reply + 1] = redis.call('GET', lease) or ''
   reply[#reply + 1] = redis.call('PTTL', lease)
   local fields = redis.call('HMGET', KEYS[1], 'token:' .. name, 'last:' .. name, 'next:' .. name, 'grid:' .. name,
-    'pause:' .. name, 'ok:' .. name, 'fails:' .. name)
+    'pause:' .. name, 'ok:' .. name, 'failed:' .. name)
   for j = 1, 7 do reply[#reply + 1] = fields[j] or '' end
-  reply[#reply + 1] = redis.call('LINDEX', KEYS[2 * i + 1], 0) or ''
+  reply[#reply + 1] = redis.call('LINDEX', KEYS[2 * i + 1], -1) or ''
 end
 return reply`;
 
@@ -475,6 +486,8 @@ export class RedisCoordinator implements PeriodicCoordinator {
    * a run forgotten here is pushed, as is the end of one whose start is no longer among the 32 newest.
    */
   readonly #open = new Set<string>();
+  /** How many runs per job the latest records were kept with: what a history read without `keep` reads. */
+  #keep = HISTORY_DEFAULTS.keep;
   /**
    * The grid each job's schedule has in Redis, as this coordinator last wrote it under a fencing token: a write
    * under the same token leaves it as it is (only the holder writes, and a job's grid rarely changes), and saves
@@ -670,19 +683,18 @@ export class RedisCoordinator implements PeriodicCoordinator {
       }
       const batch = this.#records;
       batch.keep = keep;
+      this.#keep = keep;
       batch.waiting.push({ resolve, reject });
       for (const run of runs) {
-        const { id, ...rest } = run;
-        const mark = `{"id":${JSON.stringify(id)}`;
-        const json = `${mark},${JSON.stringify({ v: RECORD_VERSION, ...rest }).slice(1)}`;
-        let how = 'push';
+        const [mark, record] = listRecord(run);
+        let how = 0;
         if (run.reason === null) {
-          this.#open.add(id);
+          this.#open.add(run.id);
           if (this.#open.size > OPEN_KEPT) this.#open.delete(this.#open.values().next().value!);
-        } else if (this.#open.delete(id)) how = 'replace';
-        const outcome = outcomeOf(run) ?? '';
+        } else if (this.#open.delete(run.id)) how = mark.length;
+        const outcome = outcomeOf(run);
         batch.keys.push(this.#runs(run.name));
-        batch.args.push(run.name, mark, how, outcome, run.finishedAt ?? '', json);
+        batch.args.push(run.name, record, how, outcome === 'ok' ? (run.finishedAt ?? 0) : (outcome ?? ''));
       }
     });
   }
@@ -693,11 +705,16 @@ export class RedisCoordinator implements PeriodicCoordinator {
     return records;
   }
 
-  async readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
-    const reply = await this.#readList(1, this.#runs(name));
+  async readHistory(
+    name: string,
+    limit: number,
+    before: number | null,
+    keep = this.#keep,
+  ): Promise<PeriodicRunEntry[]> {
+    const reply = await this.#readList(1, this.#runs(name), keep);
     if (!Array.isArray(reply)) throw new Error(`Redis answered ${describeValue(reply)} to LRANGE`);
     return newestFirst(
-      reply.map((json) => runOf(String(json))),
+      reply.map((json) => runOf(String(json), name)),
       limit,
       before,
     );
@@ -719,11 +736,15 @@ export class RedisCoordinator implements PeriodicCoordinator {
     }
     const clock = integerReply('readFleet', reply[0]);
     return names.map((name, i) => {
-      const [owner, ttl, token, last, next, grid, pause, ok, fails, newest] = reply
+      const [owner, ttl, token, last, next, grid, pause, ok, failed, newest] = reply
         .slice(1 + i * 10, 11 + i * 10)
         .map((value: unknown) => (typeof value === 'number' ? value : String(value)));
       const text = (value: string | number) => String(value);
       const held = owner !== '' && Number(ttl) > 0 && token !== '';
+      const lastRun = newest === '' ? null : runOf(text(newest), name);
+      // The failures counted since the success that `ok` tells (a success since then makes them stale).
+      const [count, since = ''] = text(failed).split(' ');
+      const failing = since === text(ok) && lastRun?.reason !== 'normal';
       return {
         name,
         holder: held
@@ -742,9 +763,9 @@ export class RedisCoordinator implements PeriodicCoordinator {
                 last: integerReply('readFleet', last),
                 next: integerReply('readFleet', next),
               },
-        lastRun: newest === '' ? null : runOf(text(newest)),
+        lastRun,
         lastSucceededAt: ok === '' ? null : integerReply('readFleet', ok),
-        consecutiveFailures: fails === '' ? 0 : integerReply('readFleet', fails),
+        consecutiveFailures: failing && failed !== '' ? integerReply('readFleet', count) : 0,
       };
     });
   }
@@ -850,6 +871,21 @@ function inSteps<T>(items: T[]): T[][] {
   const steps: T[][] = [];
   for (let i = 0; i < items.length; i += STEP) steps.push(items.slice(i, i + STEP));
   return steps.length === 0 ? [[]] : steps;
+}
+
+/**
+ * A run's record in its job's history list, and its mark (the start that names the run): a JSON array of the
+ * fields of RUN_FIELDS after the version, 2 (about half the bytes of an object, and so of the list's memory
+ * and of Redis's work per run); the job's name is the list's.
+ */
+function listRecord(run: PeriodicRunEntry): [mark: string, record: string] {
+  const mark = `[2,${JSON.stringify(run.id)}`;
+  const fields = JSON.stringify(RUN_FIELDS.slice(1, -1).map((field) => run[field])).slice(1, -1);
+  const { error } = run;
+  return [
+    mark,
+    `${mark},${fields}${error === null ? '' : `,${JSON.stringify([error.name, error.message])}`}]`,
+  ];
 }
 
 /** A flat list of pairs, as Redis answers a hash: [[key, value], …]. */

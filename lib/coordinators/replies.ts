@@ -55,9 +55,40 @@ export function operationOf(record: string): PeriodicOperation {
 const ORIGINS = new Set(['schedule', 'trigger', 'manual', 'retry', 'recovery']);
 const REASONS = new Set(['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost']);
 
-/** A run from its record, as JSON; read as leniently as an operation. */
-export function runOf(record: string): PeriodicRunEntry {
-  const parsed = (JSON.parse(record) ?? {}) as Partial<Record<keyof PeriodicRunEntry, unknown>>;
+/**
+ * The fields of a run's record as a JSON array (Redis keeps them so), after its version (2), in this order; the
+ * error, last, is `[name, message]`, and absent for none.
+ */
+export const RUN_FIELDS = [
+  'id',
+  'jobId',
+  'replica',
+  'fencingToken',
+  'slot',
+  'origin',
+  'attempt',
+  'startedAt',
+  'finishedAt',
+  'reason',
+  'durationMs',
+  'error',
+] as const;
+
+/**
+ * A run from its record, as a JSON object, or an array of job `job`'s; read as leniently as an operation.
+ */
+export function runOf(record: string, job?: string): PeriodicRunEntry {
+  let parsed = (JSON.parse(record) ?? {}) as Partial<Record<keyof PeriodicRunEntry, unknown>>;
+  if (Array.isArray(parsed)) {
+    const values = parsed.slice(1) as unknown[];
+    const fields = Object.fromEntries(RUN_FIELDS.map((field, i) => [field, values[i]]));
+    const [errorName, message] = Array.isArray(fields.error) ? (fields.error as unknown[]) : [];
+    parsed = {
+      ...fields,
+      name: job,
+      error: fields.error === undefined ? null : { name: errorName, message },
+    };
+  }
   const text = (value: unknown) => (typeof value === 'string' ? value : null);
   const whole = (value: unknown) =>
     typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;

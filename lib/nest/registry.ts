@@ -202,6 +202,7 @@ export class PeriodicRegistry {
     const schedulers = this.getAll();
     const fleet = this.fleetJobs();
     const replica = fleet[0]?.fleetReplica;
+    void replica?.flushRuns();
     const reads =
       replica === undefined
         ? undefined

@@ -216,8 +216,16 @@ export interface PeriodicCoordinator {
    * of the job's successes and failures.
    */
   recordRuns?(runs: PeriodicRunEntry[], keep: number): Promise<void>;
-  /** The latest `limit` runs of job `name` that started before `before` (if not null), newest first. */
-  readHistory?(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]>;
+  /**
+   * The latest `limit` runs of job `name` that started before `before` (if not null), newest first, among the
+   * latest `keep` recorded (a store may keep a few more than `keep` for a while; 100 if not given).
+   */
+  readHistory?(
+    name: string,
+    limit: number,
+    before: number | null,
+    keep?: number,
+  ): Promise<PeriodicRunEntry[]>;
   /** What the store knows of each of the jobs `names`, in order: holder, pause, schedule and latest runs. */
   readFleet?(names: string[]): Promise<PeriodicFleetRead[]>;
   /**
@@ -440,10 +448,10 @@ export class StoreCalls {
   }
 
   /** A job's history, read from the store within `leaseMs / 3`. */
-  readHistory(name: string, limit: number, before: number | null): Promise<PeriodicRunEntry[]> {
+  readHistory(name: string, limit: number, before: number | null, keep: number): Promise<PeriodicRunEntry[]> {
     return this.call(
       `reading the history of "${name}"`,
-      () => this.within(this.coordinator.readHistory!(name, limit, before)),
+      () => this.within(this.coordinator.readHistory!(name, limit, before, keep)),
       (reply) =>
         Array.isArray(reply) && reply.every((entry) => RUN.accepts(entry))
           ? undefined

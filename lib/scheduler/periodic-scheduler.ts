@@ -547,7 +547,7 @@ export class PeriodicScheduler {
     if (entry !== undefined && history !== false) {
       finish(entry, reason, durationMs, failed ? errorOf(error, history.errors) : null, retry !== undefined);
       // One kept in memory is in its ring already.
-      this.#recordsTo?.record(entry, history.keep);
+      this.#recordsTo?.record(entry, history.keep, this.#recordsAtOnce);
     }
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
@@ -583,7 +583,7 @@ export class PeriodicScheduler {
    */
   async #recover(fencingToken: number, stored: PeriodicFleetSchedule | null): Promise<void> {
     const calls = this.#recordsTo!.calls;
-    const [latest] = await calls.readHistory(this.name, 1, null).catch(() => []);
+    const [latest] = await calls.readHistory(this.name, 1, null, this.#kept).catch(() => []);
     if (latest === undefined || stored === null || latest.slot === null || latest.slot !== stored.last)
       return;
     const interrupted = latest.reason === null || INTERRUPTED.has(latest.reason);
@@ -1045,6 +1045,15 @@ export class PeriodicScheduler {
     return this.#history === false ? HISTORY_DEFAULTS.errors : this.#history.errors;
   }
 
+  /**
+   * Whether the store takes this job's records at the end of the turn, not with the next claims of its replica:
+   * the next holder of an `'atLeastOnce'` job must find the start of a run its holder did not end, and a test that
+   * ticks by hand reads the fleet's history once the tick has resolved.
+   */
+  get #recordsAtOnce(): boolean {
+    return this.options.delivery === 'atLeastOnce' || this.options.mode === 'manual';
+  }
+
   /** How many runs, and entries of the audit trail, the job keeps. */
   get #kept(): number {
     return this.#history === false ? HISTORY_DEFAULTS.keep : this.#history.keep;
@@ -1095,7 +1104,7 @@ export class PeriodicScheduler {
       error: null,
     };
     run.record = entry;
-    if (fleet !== undefined) fleet.record(entry, keep);
+    if (fleet !== undefined) fleet.record(entry, keep, this.#recordsAtOnce);
     else (this.#runHistory ??= new LocalHistory(keep)).record(entry);
   }
 
@@ -1122,13 +1131,15 @@ export class PeriodicScheduler {
     if (fleet === undefined) return (this.#runHistory?.read(limit, before) ?? []).map(runRecord);
     // This replica's own records are sent first: what it ran is in what it reads.
     await fleet.flushRuns();
-    const entries = await fleet.calls.readHistory(this.name, limit, before).catch((error: unknown) => {
-      throw new Error(
-        `history() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
-          'Try again once the store answers.',
-        { cause: error },
-      );
-    });
+    const entries = await fleet.calls
+      .readHistory(this.name, limit, before, this.#kept)
+      .catch((error: unknown) => {
+        throw new Error(
+          `history() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
+            'Try again once the store answers.',
+          { cause: error },
+        );
+      });
     return entries.map(runRecord);
   }
 
@@ -1139,6 +1150,8 @@ export class PeriodicScheduler {
    */
   async fleetStatus(): Promise<PeriodicFleetStatus> {
     const replica = this.fleetReplica;
+    // This replica's records waiting for a step of claims go first (and reach a store of one connection first).
+    void replica?.flushRuns();
     const read = await replica?.calls.readFleet([this.name]).catch(() => undefined);
     return this.fleetStatusFrom(read?.[0]);
   }

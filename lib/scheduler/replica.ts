@@ -164,6 +164,12 @@ export class Replica {
   /** A step of records is out; and who waits for the records sent so far to be answered. */
   private recording = false;
   private flushed: (() => void)[] = [];
+  /** Records wait for a step of writes until then; or are sent at the end of this turn (`queued`). */
+  private readonly recordsDue = new DeadlineTimer({ onDeadline: () => void this.flushRuns() });
+  private queued = false;
+  /** When the last step of writes went out, on the `now()` timeline, and how long after the one before. */
+  private claimedAt = -Infinity;
+  private claimGap = Infinity;
   /** On the `now()` timeline: until when no run is recorded (the store was too slow to record them). */
   private shedUntil = -Infinity;
   /** Runs whose start the store took: their end is recorded even then, so that none reads as running for ever. */
@@ -226,16 +232,24 @@ export class Replica {
   }
 
   /**
-   * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job: with the others of
-   * this turn of the event loop at its end, or once the step of records out has been answered. Never delays a
-   * run; a record the store does not take is lost (and reported).
+   * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job. Never delays a run;
+   * a record the store does not take is lost (and reported). Where this replica's steps of writes come less than
+   * `leaseMs / 20` apart, the records wait for the next, for `leaseMs / 20` at most, to go to the store in the
+   * same round trip; otherwise, and when `promptly` (the record of a run that must run again if its replica dies
+   * before it ends: `delivery: 'atLeastOnce'`), at the end of this turn of the event loop.
    */
-  record(entry: PeriodicRunEntry, keep: number): void {
+  record(entry: PeriodicRunEntry, keep: number, promptly: boolean): void {
     // A store too slow to keep the history gives its time to the claims of slots for a lease period.
     if (now() < this.shedUntil && !this.opened.has(entry)) return;
     this.keep = keep;
-    if (this.runs.size === 0) queueMicrotask(() => void this.flushRuns());
     this.runs.add(entry);
+    const wait = this.calls.leaseMs / 20;
+    if (!promptly && this.claimGap < wait) {
+      if (this.runs.size === 1) this.recordsDue.armAt(now() + wait);
+    } else if (!this.queued) {
+      this.queued = true;
+      void Promise.resolve().then(() => this.flushRuns());
+    }
   }
 
   /**
@@ -243,6 +257,8 @@ export class Replica {
    * reported). One step is out at a time, so that a run's end never reaches the store before its start.
    */
   flushRuns(): Promise<void> {
+    this.recordsDue.cancel();
+    this.queued = false;
     if (this.runs.size === 0 && !this.recording) return Promise.resolve();
     return new Promise((done) => {
       this.flushed.push(done);
@@ -252,7 +268,9 @@ export class Replica {
 
   private async sendRuns(): Promise<void> {
     this.recording = true;
-    while (this.runs.size > 0) {
+    // Those recorded while a step was out go next if someone waits for them (a step of claims, a reader, a
+    // release); otherwise they wait for the next step of claims, as they would have.
+    while (this.runs.size > 0 && this.flushed.length > 0) {
       // Copies: a run in flight goes on changing its own.
       const entries = Array.from(this.runs);
       const runs = entries.map((entry) => ({ ...entry }));
@@ -350,6 +368,8 @@ export class Replica {
       }
     }
     if (sent.length === 0) return;
+    this.claimGap = time - this.claimedAt;
+    this.claimedAt = time;
     // Records ride with the claims: a store may take them in the same round trip.
     void this.flushRuns();
     this.writing = true;

@@ -556,6 +556,15 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         const [retried] = await store.readFleet([name]);
         assert.equal(retried.consecutiveFailures, 2);
         assert.equal(retried.lastRun?.jobId, 5);
+        // In one step, in order: a success then a failure counts that failure; a failure then a success, none.
+        await store.recordRuns([run(6, 'normal'), run(7, 'timeout')], 3);
+        const [failedLast] = await store.readFleet([name]);
+        assert.equal(failedLast.lastSucceededAt, at + 6005);
+        assert.equal(failedLast.consecutiveFailures, 1);
+        await store.recordRuns([run(8, 'error'), run(9, 'normal')], 3);
+        const [succeededLast] = await store.readFleet([name]);
+        assert.equal(succeededLast.lastSucceededAt, at + 9005);
+        assert.equal(succeededLast.consecutiveFailures, 0);
         assert.deepEqual(unknown, {
           name: unknown.name,
           holder: null,

@@ -6,6 +6,7 @@ import {
   Periodic,
   type PeriodicContext,
   PeriodicModule,
+  type PeriodicRunEntry,
   type RedisClient,
   RedisCoordinator,
   type RedisCoordinatorOptions,
@@ -125,6 +126,52 @@ describeRedis('the Lua scripts', () => {
     ]);
     expect(await redis.hget(prefix, 'grid:cleanup')).toBe('every 500 regular');
     sent.mockRestore();
+  });
+
+  it('a history is a list of JSON arrays, appended to and cut back to `keep` in steps; reads take the latest `keep`', async () => {
+    const run = (jobId: number, ended: boolean): PeriodicRunEntry => ({
+      id: `r1/x#${jobId}`,
+      name: 'cleanup',
+      jobId,
+      replica: 'r1',
+      fencingToken: 7,
+      slot: 1000 * jobId,
+      origin: 'schedule',
+      attempt: 1,
+      startedAt: 1000 * jobId,
+      finishedAt: ended ? 1000 * jobId + 2 : null,
+      reason: ended ? 'normal' : null,
+      durationMs: ended ? 1.5 : null,
+      error: null,
+    });
+    const list = `${prefix}runs\ncleanup`;
+    await coordinator.recordRuns([run(1, false)], 10);
+    await coordinator.recordRuns([run(1, true)], 10);
+    // The end replaced the start, in place.
+    expect(await redis.lrange(list, 0, -1)).toEqual([
+      '[2,"r1/x#1",1,"r1",7,1000,"schedule",1,1000,1002,"normal",1.5]',
+    ]);
+    for (let jobId = 2; jobId <= 18; jobId++) await coordinator.recordRuns([run(jobId, true)], 10);
+    // 18 runs kept with keep 10: cut back once it held 8 more (18), not at every run.
+    expect(await redis.llen(list)).toBe(18);
+    await coordinator.recordRuns([run(19, true)], 10);
+    expect(await redis.llen(list)).toBe(10);
+    await coordinator.recordRuns([run(20, true)], 10);
+    // Another replica's coordinator, told `keep`, reads the latest 10 of the 11 kept, newest first.
+    const reader = make();
+    const read = await reader.readHistory('cleanup', 10, null, 10);
+    expect(read.map(({ jobId }) => jobId)).toEqual([20, 19, 18, 17, 16, 15, 14, 13, 12, 11]);
+    await expect(reader.readHistory('cleanup', 5, 13_000, 10)).resolves.toEqual([
+      run(12, true),
+      run(11, true),
+    ]);
+    // A record of the earlier shape (an object, prepended) is still read.
+    await redis.lpush(list, JSON.stringify({ v: 1, ...run(9, true) }));
+    await expect(reader.readHistory('cleanup', 10, 12_000, 20)).resolves.toEqual([
+      run(11, true),
+      run(10, true),
+      run(9, true),
+    ]);
   });
 
   it('a job named like another job plus a suffix has its own lease and counter', async () => {

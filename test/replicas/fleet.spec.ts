@@ -113,14 +113,17 @@ function fleet(store: Store): void {
     const every = Math.max(2000, Math.ceil((2.5 * (performance.now() - booting)) / 100) * 100);
     await end('probe', 'SIGTERM');
     let running = ['R1', 'R2', 'R3'];
-    for (const name of running) start(name, env(every));
+    // What each replica printed (its runs' slots, the leases it took and lost), to tell a failure's story.
+    const printed = new Map(running.map((name) => [name, start(name, env(every)).lines]));
     await nextHolder();
     const began = performance.now();
     for (let restart = 4; performance.now() - began < 10 * every; restart++) {
       const cycle = performance.now();
       // As a rolling update does: the new replica is up before the oldest is closed.
       const fresh = `R${restart}`;
-      await start(fresh, env(every)).waitFor('ready');
+      const child = start(fresh, env(every));
+      printed.set(fresh, child.lines);
+      await child.waitFor('ready');
       const [oldest, ...others] = running;
       await end(oldest, 'SIGTERM');
       running = [...others, fresh];
@@ -130,7 +133,8 @@ function fleet(store: Store): void {
 
     const slots = slotIndexes(recorded, every);
     // Ten intervals, one slot fewer or more at the ends; no slot twice, none skipped.
-    expect(slots).toEqual(slots.map((_, i) => i));
+    const story = Object.fromEntries(printed);
+    expect({ slots, story }).toEqual({ slots: slots.map((_, i) => i), story });
     expect(slots.length).toBeGreaterThanOrEqual(9);
     expect(slots.length).toBeLessThanOrEqual(11);
     // No replica lived a whole interval in the end: the slots came from many of them.

@@ -158,6 +158,71 @@ class Slow extends Store {
   }
 }
 
+/** A store that notes when each step of records and of claims reaches it, on the fake clock. */
+class Steps extends Store {
+  readonly steps: [step: 'records' | 'claims', at: number, names: string[]][] = [];
+  readonly began = Date.now();
+
+  override async recordRuns(...args: Parameters<InMemoryCoordinator['recordRuns']>) {
+    this.steps.push([
+      'records',
+      Date.now() - this.began,
+      args[0].map((run) => `${run.name} ${run.reason ?? 'started'}`),
+    ]);
+    return super.recordRuns(...args);
+  }
+
+  override async writeSchedules(...args: Parameters<InMemoryCoordinator['writeSchedules']>) {
+    this.steps.push(['claims', Date.now() - this.began, args[1].map((write) => write.name)]);
+    return super.writeSchedules(...args);
+  }
+}
+
+describe('the records of runs on their way to the store', () => {
+  /**
+   * Jobs a, b and c of one replica, each every 1000 ms, 10 ms apart: the steps that reached the store in the
+   * second round of their ticks (from 2000 ms).
+   */
+  async function secondRound(delivery?: 'atLeastOnce') {
+    const store = new Steps();
+    const replica = new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), 'r1');
+    ['a', 'b', 'c'].forEach((name, i) => {
+      const options = { name, every: 1000, initialDelay: 1000 + i * 10, exclusive: true, coordinator: store };
+      const scheduler = new PeriodicScheduler({ ...options, delivery, run: () => undefined }, undefined, {
+        replica,
+      });
+      scheduler.start();
+    });
+    await advance(2500);
+    const since = store.steps.findIndex(([step, at]) => step === 'claims' && at >= 2000);
+    return store.steps.slice(since, since + 6);
+  }
+
+  it('wait for the next step of claims where those come less than leaseMs / 20 apart, for that long at most', async () => {
+    expect(await secondRound()).toEqual([
+      // a's claim came 980 ms after the step before: its record goes at once.
+      ['claims', 2000, ['a']],
+      ['records', 2000, ['a normal']],
+      // b's, 10 ms after a's: its record goes with c's claim, and c's alone, leaseMs / 20 after its run.
+      ['claims', 2010, ['b']],
+      ['records', 2020, ['b normal']],
+      ['claims', 2020, ['c']],
+      ['records', 2020 + LEASE_MS / 20, ['c normal']],
+    ]);
+  });
+
+  it("with delivery: 'atLeastOnce', go at once: the next holder must know that a run started", async () => {
+    expect(await secondRound('atLeastOnce')).toEqual([
+      ['claims', 2000, ['a']],
+      ['records', 2000, ['a normal']],
+      ['claims', 2010, ['b']],
+      ['records', 2010, ['b normal']],
+      ['claims', 2020, ['c']],
+      ['records', 2020, ['c normal']],
+    ]);
+  });
+});
+
 describe('a store too slow to keep the history', () => {
   it('records no run for a lease period, and says so once, so that claims keep its time', async () => {
     const store = new Slow();
