@@ -7,7 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { PeriodicConfigError } from 'nestjs-periodic';
 import { PeriodicDashboardModule } from 'nestjs-periodic/dashboard';
 import { rootFrom } from '../../lib/dashboard/controller.js';
-import { dashboardApp, type DashboardApp } from './app.js';
+import { dashboardApp, NIGHTLY_CRON, type DashboardApp } from './app.js';
 
 const json = { 'content-type': 'application/json' };
 /** A JSON answer, as the tests read it: checked by matchers, not by types. */
@@ -46,7 +46,7 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
       exclusive: false,
       fleetStatus: null,
       schedule: {
-        text: '0 3 * * * Europe/Berlin',
+        text: `${NIGHTLY_CRON} Europe/Berlin`,
         next: [expect.any(String), expect.any(String), expect.any(String)],
       },
       status: { name: 'Reports.nightly', state: 'ticking', mode: 'auto' },

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { dashboardApp, type DashboardApp } from './app.js';
+import { dashboardApp, NIGHTLY_CRON, type DashboardApp } from './app.js';
 
 const shots = process.env.SCREENSHOTS ?? join(tmpdir(), 'nestjs-periodic-screenshots');
 let browser: Browser;
@@ -62,7 +62,7 @@ describe('the dashboard in Chromium', () => {
     }
     const nightly = row(page, 'Reports.nightly');
     await expect(nightly.getByRole('cell').nth(0).textContent()).resolves.toContain(
-      '0 3 * * * Europe/Berlin',
+      `${NIGHTLY_CRON} Europe/Berlin`,
     );
     await expect(nightly.locator('[data-label="Last run"]').textContent()).resolves.toBe('never');
 
