@@ -1,5 +1,5 @@
 import type { PeriodicFleetSchedule, PeriodicScheduleWritten } from './coordinator-port.js';
-import type { Lease } from './replica.js';
+import type { AheadClaimer, Lease } from './replica.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
 /**
@@ -7,7 +7,7 @@ import type { ResolvedPeriodicOptions } from './options.js';
  * the whole fleet"). The holder claims each slot in the store before it runs it, so no slot runs twice; a replica
  * that takes the lease over continues from what the store says. This is one replica's part in it.
  */
-export class FleetSlots {
+export class FleetSlots implements AheadClaimer {
   /** The options that make the job's grid, as the store keeps them. */
   private readonly grid: string;
   /** Shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
@@ -18,6 +18,12 @@ export class FleetSlots {
   private unstarted = 0;
   /** The latest slot that came while this replica did not hold the lease; 0 if none. */
   private unheldSlot = 0;
+  /** The slot of the job's next tick, while its claim may go out ahead of it; 0 if none. */
+  private expected = 0;
+  /** A claim of a slot that went out ahead of its tick, which takes its answer. */
+  private early: { slot: number; write: Promise<PeriodicScheduleWritten> } | undefined;
+  /** Claims waiting for the store's answer. */
+  private asking = 0;
 
   /**
    * @param lease the job's lease, which this replica must hold to start a run.
@@ -38,14 +44,64 @@ export class FleetSlots {
    * the lease up is given back to the fleet, due now, and the next holder runs it.
    */
   async claim(slot: number): Promise<PeriodicScheduleWritten> {
-    const { grid, lease } = this;
-    const next = this.options.delayMode === 'regular' ? this.after(slot) : 0;
-    const write = lease.writeSchedule({ grid, last: slot, next });
+    const { lease } = this;
+    if (this.expected === slot) this.expect(0, 0);
+    const early = this.early;
+    if (early !== undefined && early.slot <= slot) this.early = undefined;
+    const write = early?.slot === slot ? early.write : this.ask(lease.writeSchedule(this.claimOf(slot)));
     this.claiming = write;
     const taken = await write;
     // A slot claimed while the lease was being handed over or lost is given back with the lease.
     if (taken !== false) this.unstarted = slot;
     return lease.held && taken;
+  }
+
+  /**
+   * The job's next tick comes at `at` (on the `now()` timeline), for `slot`: a step of other claims that goes out
+   * shortly before may take its claim along (`CLAIM_AHEAD_MS`). Not with `jitter` (the tick claims after its
+   * delay, and the claim before it must come first), nor with `delivery: 'atLeastOnce'` (a recovery takes the
+   * store's last slot for the last one started).
+   */
+  armed(slot: number, at: number): void {
+    const { delivery, jitter } = this.options;
+    if (jitter === 0 && delivery !== 'atLeastOnce' && this.early?.slot !== slot) this.expect(slot, at);
+  }
+
+  private expect(slot: number, at: number): void {
+    this.expected = slot;
+    this.lease.expect(at, this);
+  }
+
+  /** @internal */
+  claimAhead(): PeriodicFleetSchedule | undefined {
+    const slot = this.expected;
+    // The slot claimed before it is started first, so that the store's last slot was started or is this one.
+    if (slot === 0 || this.asking > 0 || this.unstarted !== 0) return undefined;
+    return this.claimOf(slot);
+  }
+
+  /** @internal */
+  claimedAhead(write: Promise<PeriodicScheduleWritten>): void {
+    const slot = this.expected;
+    const early = { slot, write: this.ask(write) };
+    this.early = early;
+    this.expected = 0;
+    this.claiming = early.write;
+    // Claimed, and not started until its tick: given back with the lease if the replica gives it up before.
+    void early.write.then((taken) => {
+      if (taken !== false && this.early === early) this.unstarted = slot;
+    });
+  }
+
+  /** The write that claims `slot`. */
+  private claimOf(slot: number): PeriodicFleetSchedule {
+    return { grid: this.grid, last: slot, next: this.options.delayMode === 'regular' ? this.after(slot) : 0 };
+  }
+
+  /** A claim on its way: no other goes ahead of the job's ticks until it is answered. */
+  private ask(write: Promise<PeriodicScheduleWritten>): Promise<PeriodicScheduleWritten> {
+    this.asking++;
+    return write.finally(() => this.asking--);
   }
 
   /** The claimed slot's tick has started its run, or ended without one on purpose. */

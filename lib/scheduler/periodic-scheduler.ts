@@ -307,6 +307,7 @@ export class PeriodicScheduler {
       // The next deadline comes from this one, not from the clock, so the grid never drifts.
       this.#slot = slot + every;
       armAt(this, scheduledAt + every, time);
+      this.#fleet?.armed(this.#slot, scheduledAt + every);
       this.#reportNext(every);
     }
     this.#due(new Run(this, scheduledAt, slot, 'timer'));
@@ -710,6 +711,7 @@ export class PeriodicScheduler {
       this.#slot = Date.now() + delay;
       armAt(this, now() + delay);
       this.#fleet?.ranUntil(this.#slot);
+      this.#fleet?.armed(this.#slot, now() + delay);
     }
     this.#reportNext(delay);
   }
@@ -730,6 +732,7 @@ export class PeriodicScheduler {
   #aim(slot: number, wallNow: number): void {
     this.#slot = slot;
     let deadline = now() + (slot - wallNow);
+    this.#fleet?.armed(slot, deadline);
     if (this.#calendar !== undefined) {
       if (underFakeTimers()) watchSystemTime(this);
       else deadline = Math.min(deadline, now() + WALL_CHECK);

@@ -35,6 +35,21 @@ export interface LeaseHolder {
   carry(request: PeriodicTriggerRequest): void;
 }
 
+/**
+ * A slot due within this many ms of a step of claims going out is claimed in that step, ahead of its tick, which
+ * then finds the answer: a replica sends one step of claims per window at most, however many instants its jobs
+ * tick at.
+ */
+export const CLAIM_AHEAD_MS = 50;
+
+/** A job whose next tick's claim may go out ahead of it, with another job's step. */
+export interface AheadClaimer {
+  /** The write that claims the slot of the job's next tick, or undefined if that claim must wait for its tick. */
+  claimAhead(): PeriodicFleetSchedule | undefined;
+  /** That claim went out: its answer, which the tick takes. */
+  claimedAhead(write: Promise<PeriodicScheduleWritten>): void;
+}
+
 /** A job's lease as this replica sees it; whether it is held is answered from memory. */
 export class Lease {
   /** The fencing token of the current holding; 0 while the lease is not held. */
@@ -49,6 +64,10 @@ export class Lease {
   phase: 'competing' | 'handing' | 'retired' | 'released' = 'competing';
   /** @internal Whether the fleet's spread gives this replica the job. */
   owned = false;
+  /** @internal On the `now()` timeline: when the job's next tick claims a slot that may be claimed ahead; 0 if none. */
+  aheadAt = 0;
+  /** @internal Who claims it ahead. */
+  claimer: AheadClaimer | undefined;
 
   constructor(
     /** @internal */ readonly replica: Replica,
@@ -81,6 +100,12 @@ export class Lease {
   release(after?: Promise<unknown>): Promise<void> {
     this.phase = 'released';
     return this.replica.release(this, after);
+  }
+
+  /** @internal The job's next tick comes `at` (`now()` timeline; 0: none), and `claimer` may claim its slot ahead. */
+  expect(at: number, claimer?: AheadClaimer): void {
+    this.claimer = claimer;
+    this.replica.expect(this, at);
   }
 
   /** The job's runs and claims have ended: a lease being handed over is given up now. */
@@ -153,6 +178,8 @@ export class Replica {
   }[] = [];
   /** A step of writes is out. */
   private writing = false;
+  /** Leases whose next slot may be claimed ahead, by the window of `CLAIM_AHEAD_MS` their tick falls in. */
+  private readonly ahead = new Map<number, Set<Lease>>();
   /** Leases of stopped jobs to give up, with this turn's others. */
   private releases: { held: PeriodicLeaseHeld | undefined; done: () => void }[] = [];
   /**
@@ -170,6 +197,8 @@ export class Replica {
   /** When the last step of writes went out, on the `now()` timeline, and how long after the one before. */
   private claimedAt = -Infinity;
   private claimGap = Infinity;
+  /** On the `now()` timeline: when the last slot claimed ahead by the latest step comes. */
+  private claimedUntil = -Infinity;
   /** On the `now()` timeline: until when no run is recorded (the store was too slow to record them). */
   private shedUntil = -Infinity;
   /** Runs whose start the store took: their end is recorded even then, so that none reads as running for ever. */
@@ -213,9 +242,26 @@ export class Replica {
   /** @internal A job that holds no lease and stops. */
   leave(lease: Lease): void {
     if (this.leases.get(lease.name) !== lease) return;
+    this.expect(lease, 0);
     this.leases.delete(lease.name);
     this.digest = '';
     this.stopWhenEmpty();
+  }
+
+  /** @internal The job's next tick comes `at` (0: none to claim ahead): a step of claims near it may claim its slot. */
+  expect(lease: Lease, at: number): void {
+    if (lease.aheadAt !== 0) {
+      const window = Math.floor(lease.aheadAt / CLAIM_AHEAD_MS);
+      const leases = this.ahead.get(window);
+      leases?.delete(lease);
+      if (leases?.size === 0) this.ahead.delete(window);
+    }
+    lease.aheadAt = at;
+    if (at === 0) return;
+    const window = Math.floor(at / CLAIM_AHEAD_MS);
+    const leases = this.ahead.get(window);
+    if (leases === undefined) this.ahead.set(window, new Set([lease]));
+    else leases.add(lease);
   }
 
   /**
@@ -233,23 +279,44 @@ export class Replica {
 
   /**
    * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job. Never delays a run;
-   * a record the store does not take is lost (and reported). Where this replica's steps of writes come less than
-   * `leaseMs / 20` apart, the records wait for the next, for `leaseMs / 20` at most, to go to the store in the
-   * same round trip; otherwise, and when `promptly` (the record of a run that must run again if its replica dies
-   * before it ends: `delivery: 'atLeastOnce'`), at the end of this turn of the event loop.
+   * a record the store does not take is lost (and reported). Records wait until the last slot the latest step
+   * claimed ahead has come, so that the runs of that step's slots are recorded together; then for the next step
+   * of claims, to go to the store in the same round trip, where one is due within `leaseMs / 20` (a tick of this
+   * replica's jobs comes by then, or its steps of claims come less than that apart), for `leaseMs / 20` at most;
+   * otherwise, and when `promptly` (the record of a run that must run again if its replica dies before it ends: `delivery:
+   * 'atLeastOnce'`), they go at the end of this turn of the event loop.
    */
   record(entry: PeriodicRunEntry, keep: number, promptly: boolean): void {
     // A store too slow to keep the history gives its time to the claims of slots for a lease period.
     if (now() < this.shedUntil && !this.opened.has(entry)) return;
     this.keep = keep;
     this.runs.add(entry);
-    const wait = this.calls.leaseMs / 20;
-    if (!promptly && this.claimGap < wait) {
-      if (this.runs.size === 1) this.recordsDue.armAt(now() + wait);
-    } else if (!this.queued) {
+    if (!promptly) {
+      // The first record waiting arranged when they go.
+      if (this.runs.size > 1) return;
+      const time = now();
+      const wait = this.calls.leaseMs / 20;
+      // Until the last slot claimed ahead has come, its tick and those before it record their runs.
+      if (time < this.claimedUntil) return this.recordsDue.armAt(this.claimedUntil + 1);
+      const claim = this.nextClaim(time, time + wait) ?? (this.claimGap < wait ? time + wait : undefined);
+      if (claim !== undefined) return this.recordsDue.armAt(Math.min(claim + CLAIM_AHEAD_MS, time + wait));
+    }
+    if (!this.queued) {
       this.queued = true;
       void Promise.resolve().then(() => this.flushRuns());
     }
+  }
+
+  /** When the first tick after `from` and until `until` comes that claims its slot at its time, if one does. */
+  private nextClaim(from: number, until: number): number | undefined {
+    for (let window = Math.floor(from / CLAIM_AHEAD_MS); window <= until / CLAIM_AHEAD_MS; window++) {
+      let earliest = Infinity;
+      for (const { aheadAt } of this.ahead.get(window) ?? []) {
+        if (aheadAt > from && aheadAt <= until) earliest = Math.min(earliest, aheadAt);
+      }
+      if (earliest !== Infinity) return earliest;
+    }
+    return undefined;
   }
 
   /**
@@ -368,6 +435,7 @@ export class Replica {
       }
     }
     if (sent.length === 0) return;
+    this.claimAhead(time, names, sent, pending);
     this.claimGap = time - this.claimedAt;
     this.claimedAt = time;
     // Records ride with the claims: a store may take them in the same round trip.
@@ -380,6 +448,33 @@ export class Replica {
     this.writing = false;
     pending.forEach((write, i) => write.done(taken[i]));
     if (this.writes.length > 0) void this.flushWrites();
+  }
+
+  /**
+   * Adds to a step of claims those of the slots due within `CLAIM_AHEAD_MS` whose jobs allow it (`AheadClaimer`),
+   * if the lease is still valid when they come.
+   */
+  private claimAhead(
+    time: number,
+    names: Set<string>,
+    sent: PeriodicScheduleWrite[],
+    pending: typeof this.writes,
+  ): void {
+    const until = time + CLAIM_AHEAD_MS;
+    for (let window = Math.floor(time / CLAIM_AHEAD_MS); window <= until / CLAIM_AHEAD_MS; window++) {
+      for (const lease of this.ahead.get(window) ?? []) {
+        const { aheadAt, claimer, fencingToken, name } = lease;
+        if (aheadAt <= time || aheadAt > until || names.has(name)) continue;
+        if (lease.phase !== 'competing' || !lease.held) continue;
+        const schedule = lease.validUntil > aheadAt ? claimer?.claimAhead() : undefined;
+        if (schedule === undefined) continue;
+        this.claimedUntil = Math.max(this.claimedUntil, aheadAt);
+        this.expect(lease, 0);
+        names.add(name);
+        sent.push({ name, fencingToken, schedule });
+        claimer!.claimedAhead(new Promise((done) => pending.push({ lease, schedule, done })));
+      }
+    }
   }
 
   private async heartbeat(): Promise<void> {

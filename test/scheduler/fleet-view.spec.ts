@@ -7,7 +7,7 @@ import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { advance, EventLog, flush, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
 import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
-import { Replica } from '../../lib/scheduler/replica.js';
+import { CLAIM_AHEAD_MS, Replica } from '../../lib/scheduler/replica.js';
 
 useFakeTimers();
 
@@ -180,39 +180,52 @@ class Steps extends Store {
 
 describe('the records of runs on their way to the store', () => {
   /**
-   * Jobs a, b and c of one replica, each every 1000 ms, 10 ms apart: the steps that reached the store in the
+   * Jobs a, b and c of one replica, each every 1000 ms, `apart` ms apart: the steps that reached the store in the
    * second round of their ticks (from 2000 ms).
    */
-  async function secondRound(delivery?: 'atLeastOnce') {
+  async function secondRound(apart: number, delivery?: 'atLeastOnce') {
     const store = new Steps();
     const replica = new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), 'r1');
     ['a', 'b', 'c'].forEach((name, i) => {
-      const options = { name, every: 1000, initialDelay: 1000 + i * 10, exclusive: true, coordinator: store };
+      const options = {
+        name,
+        every: 1000,
+        initialDelay: 1000 + i * apart,
+        exclusive: true,
+        coordinator: store,
+      };
       const scheduler = new PeriodicScheduler({ ...options, delivery, run: () => undefined }, undefined, {
         replica,
       });
       scheduler.start();
     });
-    await advance(2500);
+    await advance(2700);
     const since = store.steps.findIndex(([step, at]) => step === 'claims' && at >= 2000);
     return store.steps.slice(since, since + 6);
   }
 
-  it('wait for the next step of claims where those come less than leaseMs / 20 apart, for that long at most', async () => {
-    expect(await secondRound()).toEqual([
-      // a's claim came 980 ms after the step before: its record goes at once.
+  it('the runs of the slots a step claimed ahead go together, once the last of those slots has come', async () => {
+    expect(await secondRound(10)).toEqual([
+      ['claims', 2000, ['a', 'b', 'c']],
+      ['records', 2021, ['a normal', 'b normal', 'c normal']],
+    ]);
+  });
+
+  it('wait for the next step of claims due within leaseMs / 20, for that long at most', async () => {
+    expect(await secondRound(CLAIM_AHEAD_MS + 10)).toEqual([
+      // b's tick claims its slot 60 ms after a's: a's record goes with it, b's with c's claim.
       ['claims', 2000, ['a']],
-      ['records', 2000, ['a normal']],
-      // b's, 10 ms after a's: its record goes with c's claim, and c's alone, leaseMs / 20 after its run.
-      ['claims', 2010, ['b']],
-      ['records', 2020, ['b normal']],
-      ['claims', 2020, ['c']],
-      ['records', 2020 + LEASE_MS / 20, ['c normal']],
+      ['records', 2060, ['a normal']],
+      ['claims', 2060, ['b']],
+      ['records', 2120, ['b normal']],
+      ['claims', 2120, ['c']],
+      // No claim is due within leaseMs / 20 after c's, but those came less than that apart: c's waits that long.
+      ['records', 2120 + LEASE_MS / 20, ['c normal']],
     ]);
   });
 
   it("with delivery: 'atLeastOnce', go at once: the next holder must know that a run started", async () => {
-    expect(await secondRound('atLeastOnce')).toEqual([
+    expect(await secondRound(10, 'atLeastOnce')).toEqual([
       ['claims', 2000, ['a']],
       ['records', 2000, ['a normal']],
       ['claims', 2010, ['b']],

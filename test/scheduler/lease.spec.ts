@@ -17,7 +17,7 @@ import { now } from '../../lib/scheduler/deadline-timer.js';
 import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { Lease, Replica, spreadOver } from '../../lib/scheduler/replica.js';
+import { CLAIM_AHEAD_MS, Lease, Replica, spreadOver } from '../../lib/scheduler/replica.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { deferred, EventLog, flush, honouringRun, useFakeTimers } from './helpers.js';
 
@@ -322,23 +322,82 @@ describe('claiming', () => {
     const store = new GatedStore();
     const replica = replicaOf(store);
     const started: string[] = [];
+    // Further apart than CLAIM_AHEAD_MS: each tick claims its own slot.
     for (const name of ['a', 'b', 'c']) {
       job(store, { name, every: 1000, run: () => void started.push(name) }, replica);
-      await advance(10);
+      await advance(CLAIM_AHEAD_MS + 10);
     }
     // Each job's first write, of its grid, went out when it took its lease.
     expect(store.steps).toEqual([['a'], ['b'], ['c']]);
-    await advance(960);
+    await advance(1000 - 3 * (CLAIM_AHEAD_MS + 10) - 10);
     const gate = deferred();
     store.gate = gate.promise;
-    // a's claim goes out at 1000 and hangs; b's and c's come at 1010 and 1020.
-    await advance(40);
+    // a's claim goes out at 1000 and hangs; b's and c's come at 1060 and 1120.
+    await advance(2 * (CLAIM_AHEAD_MS + 10) + 20);
     expect(store.steps.slice(3)).toEqual([['a']]);
     expect(started).toEqual([]);
     gate.resolve();
     await flush();
     expect(store.steps.slice(3)).toEqual([['a'], ['b', 'c']]);
     expect(started).toEqual(['a', 'b', 'c']);
+  });
+
+  it('a step of claims takes along the slots due within CLAIM_AHEAD_MS; each runs at its own time', async () => {
+    const store = new GatedStore();
+    const replica = replicaOf(store);
+    const started: [string, number][] = [];
+    for (const name of ['a', 'b', 'c']) {
+      job(store, { name, every: 1000, run: () => void started.push([name, Date.now()]) }, replica);
+      await advance(20);
+    }
+    const first = Date.now() - 60 + 1000;
+    await advance(first - Date.now());
+    // a's tick at 1000 claims b's slot at 1020 and c's at 1040 with its own: one round trip for three.
+    expect(store.steps.slice(3)).toEqual([['a', 'b', 'c']]);
+    expect(started).toEqual([['a', first]]);
+    await advance(40);
+    expect(started).toEqual([
+      ['a', first],
+      ['b', first + 20],
+      ['c', first + 40],
+    ]);
+    // c's slot is the fleet's last one, claimed before it came, and the next is a second later.
+    expect(await store.readSchedule('c')).toMatchObject({ last: first + 40, next: first + 1040 });
+    // The next second goes the same way.
+    await advance(1000);
+    expect(store.steps.slice(3)).toEqual([
+      ['a', 'b', 'c'],
+      ['a', 'b', 'c'],
+    ]);
+  });
+
+  it('a slot claimed ahead whose job stops before it comes goes back to the fleet, due at its time', async () => {
+    const store = new GatedStore();
+    const replica = replicaOf(store);
+    const a = job(store, { name: 'a', every: 1000 }, replica);
+    await advance(30);
+    const b = job(store, { name: 'b', every: 1000 }, replica);
+    const slot = Date.now() + 1000;
+    await advance(1000 - 30 + 5);
+    expect(store.steps.slice(2)).toEqual([['a', 'b']]);
+    expect(await store.readSchedule('b')).toMatchObject({ last: slot, next: slot + 1000 });
+    await b.scheduler.stop();
+    expect(b.contexts).toEqual([]);
+    expect(await store.readSchedule('b')).toMatchObject({ last: slot, next: slot });
+    await a.scheduler.stop();
+  });
+
+  it.each([
+    ['jitter', { jitter: 10 }],
+    ["delivery: 'atLeastOnce'", { delivery: 'atLeastOnce' as const }],
+  ])('with %s, a tick claims its own slot, never ahead', async (_, options) => {
+    const store = new GatedStore();
+    const replica = replicaOf(store);
+    job(store, { name: 'a', every: 1000 }, replica);
+    await advance(20);
+    job(store, { name: 'b', every: 1000, ...options }, replica);
+    await advance(1020);
+    expect(store.steps.slice(2)).toEqual([['a'], ['b']]);
   });
 
   it("a job's second write of one turn goes in the next step, checked against the first", async () => {
