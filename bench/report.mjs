@@ -426,7 +426,7 @@ export function fleetView() {
     `${history.off.nsPerTick} ns without (1,000 jobs ticked by hand, one after the other, their histories full).`,
     '',
     'With the history on, every run of an exclusive job writes a record to the store, at the end of its turn,',
-    'or, in a replica whose claims go out less than `leaseMs / 20` apart, with its next claims: Redis appends it to',
+    'or, in a busy replica, with its next claims (within `leaseMs / 20`): Redis appends it to',
     "the job's list (a JSON array, 60% of the bytes of the object it was; the list is cut back to `keep` once",
     'it holds `keep / 8`, at least 8, more),',
     'PostgreSQL inserts a row, updates a summary and deletes the oldest row.',

@@ -1,5 +1,5 @@
 import type { PeriodicFleetSchedule, PeriodicScheduleWritten } from './coordinator-port.js';
-import type { AheadClaimer, Lease } from './replica.js';
+import { type AheadClaimer, CLAIM_AHEAD_MS, type Lease } from './replica.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
 /**
@@ -20,8 +20,8 @@ export class FleetSlots implements AheadClaimer {
   private unheldSlot = 0;
   /** The slot of the job's next tick, while its claim may go out ahead of it; 0 if none. */
   private expected = 0;
-  /** A claim of a slot that went out ahead of its tick, which takes its answer. */
-  private early: { slot: number; write: Promise<PeriodicScheduleWritten> } | undefined;
+  /** A claim of a slot that went out ahead of its tick, which takes its answer if the lease is the same holding. */
+  private early: { slot: number; fencingToken: number; write: Promise<PeriodicScheduleWritten> } | undefined;
   /** Claims waiting for the store's answer. */
   private asking = 0;
 
@@ -48,7 +48,8 @@ export class FleetSlots implements AheadClaimer {
     if (this.expected === slot) this.expect(0, 0);
     const early = this.early;
     if (early !== undefined && early.slot <= slot) this.early = undefined;
-    const write = early?.slot === slot ? early.write : this.ask(lease.writeSchedule(this.claimOf(slot)));
+    const same = early?.slot === slot && early.fencingToken === lease.fencingToken;
+    const write = same ? early.write : this.ask(lease.writeSchedule(this.claimOf(slot)));
     this.claiming = write;
     const taken = await write;
     // A slot claimed while the lease was being handed over or lost is given back with the lease.
@@ -60,11 +61,21 @@ export class FleetSlots implements AheadClaimer {
    * The job's next tick comes at `at` (on the `now()` timeline), for `slot`: a step of other claims that goes out
    * shortly before may take its claim along (`CLAIM_AHEAD_MS`). Not with `jitter` (the tick claims after its
    * delay, and the claim before it must come first), nor with `delivery: 'atLeastOnce'` (a recovery takes the
-   * store's last slot for the last one started).
+   * store's last slot for the last one started), nor for a job every less than twice `CLAIM_AHEAD_MS`.
    */
   armed(slot: number, at: number): void {
-    const { delivery, jitter } = this.options;
-    if (jitter === 0 && delivery !== 'atLeastOnce' && this.early?.slot !== slot) this.expect(slot, at);
+    const { cron, delivery, every, jitter } = this.options;
+    const often = cron === undefined && every < 2 * CLAIM_AHEAD_MS;
+    if (jitter === 0 && delivery !== 'atLeastOnce' && !often && this.early?.slot !== slot)
+      this.expect(slot, at);
+  }
+
+  /**
+   * The job was paused or resumed here: a claim sent ahead before says what the fleet said then, and the tick
+   * claims its slot again (the store takes the same slot twice) to learn what it says now.
+   */
+  operated(): void {
+    this.early = undefined;
   }
 
   private expect(slot: number, at: number): void {
@@ -83,7 +94,7 @@ export class FleetSlots implements AheadClaimer {
   /** @internal */
   claimedAhead(write: Promise<PeriodicScheduleWritten>): void {
     const slot = this.expected;
-    const early = { slot, write: this.ask(write) };
+    const early = { slot, fencingToken: this.lease.fencingToken, write: this.ask(write) };
     this.early = early;
     this.expected = 0;
     this.claiming = early.write;
@@ -134,6 +145,7 @@ export class FleetSlots implements AheadClaimer {
   takeOver(stored: PeriodicFleetSchedule | null, slot: number, wallNow: number): number | undefined {
     const unheld = this.unheldSlot;
     this.unheldSlot = 0;
+    this.early = undefined;
     const next = fleetNext(stored, this.grid, this.after, wallNow);
     if (next !== undefined) return next;
     void this.lease.writeSchedule({ grid: this.grid, last: 0, next: unheld || slot });

@@ -993,6 +993,7 @@ export class PeriodicScheduler {
     try {
       await this.#keep(asked);
       this.#operatedAt = now();
+      this.#fleet?.operated();
     } catch (error) {
       this.#fleetPaused = before;
       throw error;
@@ -1016,6 +1017,7 @@ export class PeriodicScheduler {
     this.#asking = 'resume';
     await this.#keep(asked).finally(() => (this.#asking = undefined));
     this.#operatedAt = now();
+    this.#fleet?.operated();
     const paused = this.#fleetPaused;
     this.#fleetPaused = false;
     this.#resumed(paused);

@@ -59,9 +59,10 @@ export class Lease {
   /**
    * @internal `competing`: the replica takes the lease when the fleet's spread gives it the job. `handing`: held,
    * and given to the replica the spread gives it now, once the job's runs have ended; it starts nothing meanwhile.
-   * `retired`: the job stopped; held until `release()`, taken no more. `released`: done.
+   * `givingUp`: so given, a slot claimed and not started first given back; it starts nothing. `retired`: the job
+   * stopped; held until `release()`, taken no more. `released`: done.
    */
-  phase: 'competing' | 'handing' | 'retired' | 'released' = 'competing';
+  phase: 'competing' | 'handing' | 'givingUp' | 'retired' | 'released' = 'competing';
   /** @internal Whether the fleet's spread gives this replica the job. */
   owned = false;
   /** @internal On the `now()` timeline: when the job's next tick claims a slot that may be claimed ahead; 0 if none. */
@@ -77,7 +78,8 @@ export class Lease {
 
   /** Whether the replica holds the lease now, to start runs: taken, not past its validity, not being handed over. */
   get held(): boolean {
-    return this.fencingToken !== 0 && this.phase !== 'handing' && now() < this.validUntil;
+    const { phase } = this;
+    return this.fencingToken !== 0 && phase !== 'handing' && phase !== 'givingUp' && now() < this.validUntil;
   }
 
   /** Competes for the lease: the replica takes it at its next heartbeat if the fleet's spread gives it the job. */
@@ -307,12 +309,12 @@ export class Replica {
     }
   }
 
-  /** When the first tick after `from` and until `until` comes that claims its slot at its time, if one does. */
+  /** When the first tick after `from` and until `until` comes that claims its slot at its time (its lease held). */
   private nextClaim(from: number, until: number): number | undefined {
     for (let window = Math.floor(from / CLAIM_AHEAD_MS); window <= until / CLAIM_AHEAD_MS; window++) {
       let earliest = Infinity;
-      for (const { aheadAt } of this.ahead.get(window) ?? []) {
-        if (aheadAt > from && aheadAt <= until) earliest = Math.min(earliest, aheadAt);
+      for (const { aheadAt, fencingToken } of this.ahead.get(window) ?? []) {
+        if (fencingToken !== 0 && aheadAt > from && aheadAt <= until) earliest = Math.min(earliest, aheadAt);
       }
       if (earliest !== Infinity) return earliest;
     }
@@ -605,8 +607,10 @@ export class Replica {
   /** @internal Gives up a lease handed over whose job is idle, for its new owner to take. */
   handOver(lease: Lease): void {
     const { name, fencingToken } = lease;
-    lease.phase = 'competing';
+    // Not held from now on: no tick starts a run while the slot is given back, which the next holder runs.
+    lease.phase = 'givingUp';
     void lease.holder.givingUp().then(() => {
+      if (lease.phase === 'givingUp') lease.phase = 'competing';
       if (lease.fencingToken !== fencingToken) return;
       lease.fencingToken = 0;
       this.armExpiry();
@@ -641,7 +645,7 @@ export class Replica {
 
   private lose(lease: Lease, reason: string): void {
     lease.fencingToken = 0;
-    if (lease.phase === 'handing') lease.phase = 'competing';
+    if (lease.phase === 'handing' || lease.phase === 'givingUp') lease.phase = 'competing';
     if (lease.phase === 'retired') this.leave(lease);
     lease.holder.leaseLost(reason);
   }

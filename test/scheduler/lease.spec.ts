@@ -78,6 +78,11 @@ class FlakyStore extends InMemoryCoordinator {
     this.leases.set(name, { owner: 'someone-else', expiresAt: now() + 10 * LEASE_MS });
   }
 
+  /** The lease of `name` expires in the store. */
+  expire(name: string): void {
+    this.leases.delete(name);
+  }
+
   /** Commands held while hanging are carried out now. */
   resume(): void {
     this.state = 'up';
@@ -307,16 +312,23 @@ describe('claiming', () => {
   class GatedStore extends FlakyStore {
     readonly steps: string[][] = [];
     gate: Promise<void> | undefined;
+    /** Steps of writes fail. */
+    failing = false;
 
     override async writeSchedules(
       owner: string,
       writes: PeriodicScheduleWrite[],
     ): Promise<PeriodicScheduleWritten[]> {
       this.steps.push(writes.map(({ name }) => name));
+      if (this.failing) throw new Error('the store is away');
       await this.gate;
       return super.writeSchedules(owner, writes);
     }
   }
+
+  /** The lease of job `name` in `replica`. */
+  const leaseOf = (replica: Replica, name: string) =>
+    (replica as unknown as { leases: Map<string, Lease> }).leases.get(name)!;
 
   it('one step of claims out at a time: those that come meanwhile go together in the next', async () => {
     const store = new GatedStore();
@@ -385,6 +397,76 @@ describe('claiming', () => {
     expect(b.contexts).toEqual([]);
     expect(await store.readSchedule('b')).toMatchObject({ last: slot, next: slot });
     await a.scheduler.stop();
+  });
+
+  it('a slot claimed ahead of a lease handed over is given back, and runs in no tick meanwhile', async () => {
+    const store = new GatedStore();
+    const replica = replicaOf(store);
+    job(store, { name: 'a', every: 1000 }, replica);
+    await advance(20);
+    const b = job(store, { name: 'b', every: 1000 }, replica);
+    const slot = Date.now() + 1000;
+    await advance(1000 - 20 + 5);
+    expect(store.steps.at(-1)).toEqual(['a', 'b']);
+    // The spread gives b to another member; b is idle, and gives its slot back in a round trip, during which
+    // the slot comes.
+    const lease = leaseOf(replica, 'b');
+    lease.phase = 'handing';
+    const gate = deferred();
+    store.gate = gate.promise;
+    lease.idle();
+    await advance(20);
+    gate.resolve();
+    await advance(1);
+    expect(b.contexts).toEqual([]);
+    // The next holder runs it.
+    expect(await store.readSchedule('b')).toMatchObject({ last: slot, next: slot });
+    expect(store.holder('b')).toBeUndefined();
+  });
+
+  it.each(['pause', 'resume'] as const)(
+    'a %s here after a slot was claimed ahead: its tick asks the store again',
+    async (action) => {
+      const store = new GatedStore();
+      const replica = replicaOf(store);
+      job(store, { name: 'a', every: 1000 }, replica);
+      await advance(20);
+      const b = job(store, { name: 'b', every: 1000 }, replica);
+      if (action === 'resume') await b.scheduler.pause();
+      await advance(1000 - 20 + 5);
+      expect(store.steps.at(-1)).toEqual(['a', 'b']);
+      await b.scheduler[action]();
+      await advance(20);
+      expect(store.steps.at(-1)).toEqual(['b']);
+      expect(b.contexts.length).toBe(action === 'pause' ? 0 : 1);
+      expect(b.scheduler.state).toBe(action === 'pause' ? 'paused' : 'ticking');
+    },
+  );
+
+  it('a claim ahead that failed, the lease lost and taken again: the slot runs, late, under the new token', async () => {
+    const store = new GatedStore();
+    const replica = replicaOf(store);
+    job(store, { name: 'a', every: 60_000 }, replica);
+    await advance(20);
+    const b = job(store, { name: 'b', every: 60_000 }, replica);
+    const slot = Date.now() + 60_000;
+    await advance(60_000 - 30);
+    store.failing = true;
+    await advance(15);
+    expect(store.steps.at(-1)).toEqual(['a', 'b']);
+    store.failing = false;
+    // A renewal fails meanwhile (as a heartbeat's failure does): the lease is lost; b's slot comes while it is not
+    // held.
+    (replica as unknown as { lose(lease: Lease, reason: string): void }).lose(
+      leaseOf(replica, 'b'),
+      'failed',
+    );
+    await advance(20);
+    expect(b.contexts).toEqual([]);
+    // The store lets the lease go; this replica takes it again, and runs the slot that came meanwhile.
+    store.expire('b');
+    await advance(INTERVAL);
+    expect(b.contexts.map((context) => context.scheduledDate.getTime())).toEqual([slot]);
   });
 
   it.each([
