@@ -383,15 +383,25 @@ describe('claiming', () => {
     ]);
   });
 
-  it('a slot claimed ahead whose job stops before it comes goes back to the fleet, due at its time', async () => {
+  /**
+   * Jobs a and b of one replica, every `every` ms, b's ticks 20 ms after a's; `before` runs once b has started.
+   * Resolves 5 ms after a's first tick, whose step claimed b's first slot ahead (`slot`).
+   */
+  async function aheadOfB(every = 1000, before?: (b: ReturnType<typeof job>) => Promise<void>) {
     const store = new GatedStore();
     const replica = replicaOf(store);
-    const a = job(store, { name: 'a', every: 1000 }, replica);
-    await advance(30);
-    const b = job(store, { name: 'b', every: 1000 }, replica);
-    const slot = Date.now() + 1000;
-    await advance(1000 - 30 + 5);
-    expect(store.steps.slice(2)).toEqual([['a', 'b']]);
+    const a = job(store, { name: 'a', every }, replica);
+    await advance(20);
+    const b = job(store, { name: 'b', every }, replica);
+    const slot = Date.now() + every;
+    await before?.(b);
+    await advance(every - 20 + 5);
+    expect(store.steps.at(-1)).toEqual(['a', 'b']);
+    return { store, replica, a, b, slot };
+  }
+
+  it('a slot claimed ahead whose job stops before it comes goes back to the fleet, due at its time', async () => {
+    const { store, a, b, slot } = await aheadOfB();
     expect(await store.readSchedule('b')).toMatchObject({ last: slot, next: slot + 1000 });
     await b.scheduler.stop();
     expect(b.contexts).toEqual([]);
@@ -400,14 +410,7 @@ describe('claiming', () => {
   });
 
   it('a slot claimed ahead of a lease handed over is given back, and runs in no tick meanwhile', async () => {
-    const store = new GatedStore();
-    const replica = replicaOf(store);
-    job(store, { name: 'a', every: 1000 }, replica);
-    await advance(20);
-    const b = job(store, { name: 'b', every: 1000 }, replica);
-    const slot = Date.now() + 1000;
-    await advance(1000 - 20 + 5);
-    expect(store.steps.at(-1)).toEqual(['a', 'b']);
+    const { store, replica, b, slot } = await aheadOfB();
     // The spread gives b to another member; b is idle, and gives its slot back in a round trip, during which
     // the slot comes.
     const lease = leaseOf(replica, 'b');
@@ -427,14 +430,9 @@ describe('claiming', () => {
   it.each(['pause', 'resume'] as const)(
     'a %s here after a slot was claimed ahead: its tick asks the store again',
     async (action) => {
-      const store = new GatedStore();
-      const replica = replicaOf(store);
-      job(store, { name: 'a', every: 1000 }, replica);
-      await advance(20);
-      const b = job(store, { name: 'b', every: 1000 }, replica);
-      if (action === 'resume') await b.scheduler.pause();
-      await advance(1000 - 20 + 5);
-      expect(store.steps.at(-1)).toEqual(['a', 'b']);
+      const { store, b } = await aheadOfB(1000, async ({ scheduler }) => {
+        if (action === 'resume') await scheduler.pause();
+      });
       await b.scheduler[action]();
       await advance(20);
       expect(store.steps.at(-1)).toEqual(['b']);
