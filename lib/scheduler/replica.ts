@@ -281,11 +281,11 @@ export class Replica {
 
   /**
    * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job. Never delays a run;
-   * a record the store does not take is lost (and reported). Records wait until the last slot the latest step
-   * claimed ahead has come, so that the runs of that step's slots are recorded together; then for the next step
-   * of claims, to go to the store in the same round trip, where one is due within `leaseMs / 20` (a tick of this
-   * replica's jobs comes by then, or its steps of claims come less than that apart), for `leaseMs / 20` at most;
-   * otherwise, and when `promptly` (the record of a run that must run again if its replica dies before it ends: `delivery:
+   * a record the store does not take is lost (and reported). Records wait for the next step of claims, to go to
+   * the store in the same round trip, where one is due within `leaseMs / 20` (a tick of this replica's jobs comes
+   * by then, or its steps of claims come less than that apart), for `leaseMs / 20` at most, and not before the
+   * last slot that the latest step claimed ahead has come, so that the runs of those slots go together; otherwise,
+   * and when `promptly` (the record of a run that must run again if its replica dies before it ends: `delivery:
    * 'atLeastOnce'`), they go at the end of this turn of the event loop.
    */
   record(entry: PeriodicRunEntry, keep: number, promptly: boolean): void {
@@ -298,10 +298,12 @@ export class Replica {
       if (this.runs.size > 1) return;
       const time = now();
       const wait = this.calls.leaseMs / 20;
-      // Until the last slot claimed ahead has come, its tick and those before it record their runs.
-      if (time < this.claimedUntil) return this.recordsDue.armAt(this.claimedUntil + 1);
-      const claim = this.nextClaim(time, time + wait) ?? (this.claimGap < wait ? time + wait : undefined);
+      // The runs of the slots claimed ahead start until `claimedUntil`: their records go with the next claim
+      // after that, or once they have started.
+      const claim = this.nextClaim(Math.max(time, this.claimedUntil), time + wait);
       if (claim !== undefined) return this.recordsDue.armAt(Math.min(claim + CLAIM_AHEAD_MS, time + wait));
+      if (time < this.claimedUntil) return this.recordsDue.armAt(this.claimedUntil + 1);
+      if (this.claimGap < wait) return this.recordsDue.armAt(time + wait);
     }
     if (!this.queued) {
       this.queued = true;
