@@ -37,7 +37,7 @@ export interface LeaseHolder {
 
 /**
  * A slot due within this many ms of a step of claims going out is claimed in that step, ahead of its tick, which
- * then finds the answer: a replica sends one step of claims per window at most, however many instants its jobs
+ * then finds the answer: a replica sends about one step of claims per window, however many instants its jobs
  * tick at.
  */
 export const CLAIM_AHEAD_MS = 50;
