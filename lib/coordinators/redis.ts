@@ -23,6 +23,7 @@ import {
   LEASE_MS,
   operationOf,
   RECORD_VERSION,
+  RUN_ARRAY_VERSION,
   RUN_FIELDS,
   runOf,
   triggerAnswerOf,
@@ -486,7 +487,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
    * a run forgotten here is pushed, as is the end of one whose start is no longer among the 32 newest.
    */
   readonly #open = new Set<string>();
-  /** How many runs per job the latest records were kept with: what a history read without `keep` reads. */
+  /** How many runs per job the records keep (the latest `keep` given): what they are cut back to, and what a history read without `keep` reads. */
   #keep = HISTORY_DEFAULTS.keep;
   /**
    * The grid each job's schedule has in Redis, as this coordinator last wrote it under a fencing token: a write
@@ -640,7 +641,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       return [name, fencingToken, last, next, same ? '' : grid];
     });
     const keys = [this.keyPrefix, ...(records?.keys ?? [])];
-    const keep = records?.keep ?? 1;
+    const keep = records === undefined ? 1 : this.#keep;
     let reply: unknown;
     try {
       reply = await this.#writeSchedules(
@@ -675,14 +676,13 @@ export class RedisCoordinator implements PeriodicCoordinator {
   recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.#records === undefined) {
-        this.#records = { keys: [], args: [], keep, waiting: [] };
+        this.#records = { keys: [], args: [], waiting: [] };
         queueMicrotask(() => {
           const records = this.#takeRecords();
           if (records !== undefined) this.#writeSchedulesStep('', [], records).catch(() => undefined);
         });
       }
       const batch = this.#records;
-      batch.keep = keep;
       this.#keep = keep;
       batch.waiting.push({ resolve, reject });
       for (const run of runs) {
@@ -859,7 +859,6 @@ export class RedisCoordinator implements PeriodicCoordinator {
 interface RecordBatch {
   keys: string[];
   args: (string | number)[];
-  keep: number;
   waiting: { resolve: () => void; reject: (error: unknown) => void }[];
 }
 
@@ -875,11 +874,11 @@ function inSteps<T>(items: T[]): T[][] {
 
 /**
  * A run's record in its job's history list, and its mark (the start that names the run): a JSON array of the
- * fields of RUN_FIELDS after the version, 2 (about half the bytes of an object, and so of the list's memory
+ * fields of RUN_FIELDS after RUN_ARRAY_VERSION (about half the bytes of an object, and so of the list's memory
  * and of Redis's work per run); the job's name is the list's.
  */
 function listRecord(run: PeriodicRunEntry): [mark: string, record: string] {
-  const mark = `[2,${JSON.stringify(run.id)}`;
+  const mark = `[${RUN_ARRAY_VERSION},${JSON.stringify(run.id)}`;
   const fields = JSON.stringify(RUN_FIELDS.slice(1, -1).map((field) => run[field])).slice(1, -1);
   const { error } = run;
   return [

@@ -55,9 +55,12 @@ export function operationOf(record: string): PeriodicOperation {
 const ORIGINS = new Set(['schedule', 'trigger', 'manual', 'retry', 'recovery']);
 const REASONS = new Set(['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost']);
 
+/** The version of a run's record as a JSON array: its first item. */
+export const RUN_ARRAY_VERSION = 2;
+
 /**
- * The fields of a run's record as a JSON array (Redis keeps them so), after its version (2), in this order; the
- * error, last, is `[name, message]`, and absent for none.
+ * The fields of a run's record as a JSON array (Redis keeps them so), after its version (RUN_ARRAY_VERSION), in
+ * this order; the error, last, is `[name, message]`, and absent for none.
  */
 export const RUN_FIELDS = [
   'id',

@@ -35,6 +35,7 @@ export class FleetSlots implements AheadClaimer {
     private readonly after: (slot: number) => number,
   ) {
     this.grid = gridOf(options);
+    lease.claimer = this;
   }
 
   /**
@@ -80,7 +81,7 @@ export class FleetSlots implements AheadClaimer {
 
   private expect(slot: number, at: number): void {
     this.expected = slot;
-    this.lease.expect(at, this);
+    this.lease.expect(at);
   }
 
   /** @internal */

@@ -67,7 +67,7 @@ export class Lease {
   owned = false;
   /** @internal On the `now()` timeline: when the job's next tick claims a slot that may be claimed ahead; 0 if none. */
   aheadAt = 0;
-  /** @internal Who claims it ahead. */
+  /** @internal Who claims its slots ahead: the job's `FleetSlots`, which sets itself here. */
   claimer: AheadClaimer | undefined;
 
   constructor(
@@ -104,9 +104,8 @@ export class Lease {
     return this.replica.release(this, after);
   }
 
-  /** @internal The job's next tick comes `at` (`now()` timeline; 0: none), and `claimer` may claim its slot ahead. */
-  expect(at: number, claimer?: AheadClaimer): void {
-    this.claimer = claimer;
+  /** @internal The job's next tick comes `at` (`now()` timeline; 0: none), and its `claimer` may claim its slot ahead. */
+  expect(at: number): void {
     this.replica.expect(this, at);
   }
 
