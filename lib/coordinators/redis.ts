@@ -274,58 +274,66 @@ const OPEN_KEPT = 10_000;
 const SET_FIELD = `return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])`;
 
 /**
- * RECORD(keep, at, count) records `count` runs from ARGV[at] on, each of four arguments: job name, the record, how
- * long its mark is (the record's start that names its run; 0 for a new run) and what it tells (`fail` for a
- * failure, when it ended for a success, empty for neither); the list of each is KEYS[1 + i]. A new run's record
- * is appended to the job's list, which is cut back to the latest `keep` once it holds `keep / 8` (8 at least)
- * more, so that most records cost one command; readers read the latest `keep`. An ended run's record replaces
- * its start, found at the end of the list, or among the 32 latest. A success sets the field `ok:<name>` of the
- * hash, when it ended; a failure sets `failed:<name>` to the failures since the success `ok:<name>` tells and
- * that success's time (`2 1733000000000`), so that a success, the common case, writes one field.
+ * RECORD(keep, at) records runs from ARGV[at] on: the number of new records, of records that replace a start, of
+ * jobs that failed and of jobs that succeeded, then each section. A new record (its JSON) is appended to its
+ * list, KEYS[1 + i], which is cut back to the latest `keep` once it holds `keep / 8` (8 at least) more, so that
+ * most records cost one command; readers read the latest `keep`. A record that replaces its run's start (its
+ * JSON and how long its mark is, the start that names the run; its list follows those of the new records)
+ * replaces it at the end of the list, or among the 32 latest, or is appended. A job that failed (its name, its
+ * failures, and when the success before them in this batch ended, or empty) sets `failed:<name>` of the hash to
+ * the failures since the success `ok:<name>` tells and that success's time (`2 1733000000000`). The jobs that
+ * succeeded come as field and value pairs (`ok:<name>`, when the last success ended), written as they are: a
+ * success, the common case, costs its list one command and the hash one field, and no work in Lua.
  */
-const RECORD = `local function record(keep, at, count)
-  local outcomes, succeeded = {}, {}
+const RECORD = `local function record(keep, at)
+  local fresh, replacing, failing, succeeded = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
+    tonumber(ARGV[at + 3])
   local most = keep + math.max(8, math.floor(keep / 8))
-  for i = 1, count do
-    local base = at + (i - 1) * 4
-    local key, name, json, mark, outcome = KEYS[1 + i], ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
-    local replaced = false
-    if mark > 0 then
-      local run = string.sub(json, 1, mark)
-      local latest = redis.call('LINDEX', key, -1)
-      if latest and string.sub(latest, 1, mark) == run then
-        redis.call('LSET', key, -1, json)
-        replaced = true
-      else
-        local newest = redis.call('LRANGE', key, -32, -1)
-        for j = #newest - 1, 1, -1 do
-          if string.sub(newest[j], 1, mark) == run then
-            redis.call('LSET', key, j - 1 - #newest, json)
-            replaced = true
-            break
-          end
+  at = at + 4
+  for i = 1, fresh do
+    if redis.call('RPUSH', KEYS[1 + i], ARGV[at + i - 1]) > most then redis.call('LTRIM', KEYS[1 + i], -keep, -1) end
+  end
+  at = at + fresh
+  for i = 1, replacing do
+    local key, json, mark = KEYS[1 + fresh + i], ARGV[at], tonumber(ARGV[at + 1])
+    local run, replaced = string.sub(json, 1, mark), false
+    local latest = redis.call('LINDEX', key, -1)
+    if latest and string.sub(latest, 1, mark) == run then
+      redis.call('LSET', key, -1, json)
+      replaced = true
+    else
+      local newest = redis.call('LRANGE', key, -32, -1)
+      for j = #newest - 1, 1, -1 do
+        if string.sub(newest[j], 1, mark) == run then
+          redis.call('LSET', key, j - 1 - #newest, json)
+          replaced = true
+          break
         end
       end
     end
     if not replaced and redis.call('RPUSH', key, json) > most then redis.call('LTRIM', key, -keep, -1) end
-    if outcome == 'fail' then
-      local stored = redis.call('HMGET', KEYS[1], 'ok:' .. name, 'failed:' .. name)
-      local ok, count = succeeded[name] or stored[1] or '', 0
-      local space = stored[2] and string.find(stored[2], ' ', 1, true)
-      if space and string.sub(stored[2], space + 1) == ok then count = tonumber(string.sub(stored[2], 1, space - 1)) end
-      redis.call('HSET', KEYS[1], 'failed:' .. name, (count + 1) .. ' ' .. ok)
-    elseif outcome ~= '' then
-      succeeded[name] = outcome
-      local n = #outcomes
-      outcomes[n + 1], outcomes[n + 2] = 'ok:' .. name, outcome
-    end
+    at = at + 2
   end
-  chunked('HSET', KEYS[1], outcomes)
+  for _ = 1, failing do
+    local name, count, since = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2]
+    if since == '' then
+      local stored = redis.call('HMGET', KEYS[1], 'ok:' .. name, 'failed:' .. name)
+      since = stored[1] or ''
+      local space = stored[2] and string.find(stored[2], ' ', 1, true)
+      if space and string.sub(stored[2], space + 1) == since then
+        count = count + tonumber(string.sub(stored[2], 1, space - 1))
+      end
+    end
+    redis.call('HSET', KEYS[1], 'failed:' .. name, count .. ' ' .. since)
+    at = at + 3
+  end
+  local last = at + 2 * succeeded - 1
+  for from = at, last, 960 do redis.call('HSET', KEYS[1], unpack(ARGV, from, math.min(from + 959, last))) end
 end
 `;
 
 /**
- * KEYS: the hash, then the history list of each run to record; ARGV: owner, the number of writes, keep, then per
+ * KEYS: the hash, then the history lists of the runs to record; ARGV: owner, the number of writes, keep, then per
  * write its job name, token, last, next and grid (empty: unchanged; a job once at most), then the runs to record
  * (RECORD). Writes each schedule as WRITE_SCHEDULE does, a 1 or 0 for each, but for the check that the owner
  * still holds the lease: it holds it while its member record lives and the token is the job's latest. A
@@ -336,7 +344,7 @@ end
  */
 const WRITE_SCHEDULES = `${CHUNKED}${RECORD}
 local writes, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
-record(keep, 4 + writes * 5, #KEYS - 1)
+record(keep, 4 + writes * 5)
 if writes == 0 then return {} end
 local paused = {}
 for _, name in ipairs(cjson.decode(redis.call('HGET', KEYS[1], 'paused') or '[]')) do paused[name] = true end
@@ -640,8 +648,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       const same = known?.fencingToken === fencingToken && known.grid === grid;
       return [name, fencingToken, last, next, same ? '' : grid];
     });
-    const keys = [this.keyPrefix, ...(records?.keys ?? [])];
-    const keep = records === undefined ? 1 : this.#keep;
+    const keys = [this.keyPrefix, ...(records?.keys() ?? [])];
     let reply: unknown;
     try {
       reply = await this.#writeSchedules(
@@ -649,9 +656,9 @@ export class RedisCoordinator implements PeriodicCoordinator {
         ...keys,
         owner,
         writes.length,
-        keep,
+        records === undefined ? 1 : this.#keep,
         ...args,
-        ...(records?.args ?? []),
+        ...(records?.args() ?? [0, 0, 0, 0]),
       );
     } catch (error) {
       records?.waiting.forEach(({ reject }) => reject(error));
@@ -676,7 +683,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
   recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.#records === undefined) {
-        this.#records = { keys: [], args: [], waiting: [] };
+        this.#records = new RecordBatch();
         queueMicrotask(() => {
           const records = this.#takeRecords();
           if (records !== undefined) this.#writeSchedulesStep('', [], records).catch(() => undefined);
@@ -687,14 +694,12 @@ export class RedisCoordinator implements PeriodicCoordinator {
       batch.waiting.push({ resolve, reject });
       for (const run of runs) {
         const [mark, record] = listRecord(run);
-        let how = 0;
+        const replaces = run.reason !== null && this.#open.delete(run.id);
         if (run.reason === null) {
           this.#open.add(run.id);
           if (this.#open.size > OPEN_KEPT) this.#open.delete(this.#open.values().next().value!);
-        } else if (this.#open.delete(run.id)) how = mark.length;
-        const outcome = outcomeOf(run);
-        batch.keys.push(this.#runs(run.name));
-        batch.args.push(run.name, record, how, outcome === 'ok' ? (run.finishedAt ?? 0) : (outcome ?? ''));
+        }
+        batch.add(run, this.#runs(run.name), record, replaces ? mark.length : undefined);
       }
     });
   }
@@ -855,11 +860,48 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 }
 
-/** Records of runs to send in one script, and those waiting for its answer. */
-interface RecordBatch {
-  keys: string[];
-  args: (string | number)[];
-  waiting: { resolve: () => void; reject: (error: unknown) => void }[];
+/** Records of runs to send in one script, in RECORD's sections, and those waiting for its answer. */
+class RecordBatch {
+  readonly waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /** The lists of the new records, then those of the records that replace a start: the script's KEYS. */
+  readonly #lists: { fresh: string[]; replacing: string[] } = { fresh: [], replacing: [] };
+  /** The new records; and per record that replaces a start, the record and how long its mark is. */
+  readonly #records: { fresh: string[]; replacing: (string | number)[] } = { fresh: [], replacing: [] };
+  /** Per job whose runs ended: when the last success ended (null if none did), and the failures since. */
+  readonly #outcomes = new Map<string, { ok: number | null; failures: number }>();
+
+  /** The record of `run` for its job's `list`; `mark`, how long its start is, when it replaces the run's start. */
+  add(run: PeriodicRunEntry, list: string, record: string, mark: number | undefined): void {
+    if (mark === undefined) {
+      this.#lists.fresh.push(list);
+      this.#records.fresh.push(record);
+    } else {
+      this.#lists.replacing.push(list);
+      this.#records.replacing.push(record, mark);
+    }
+    const outcome = outcomeOf(run);
+    if (outcome === 'ok') this.#outcomes.set(run.name, { ok: run.finishedAt ?? 0, failures: 0 });
+    else if (outcome === 'fail') {
+      const { ok = null, failures = 0 } = this.#outcomes.get(run.name) ?? {};
+      this.#outcomes.set(run.name, { ok, failures: failures + 1 });
+    }
+  }
+
+  keys(): string[] {
+    return [...this.#lists.fresh, ...this.#lists.replacing];
+  }
+
+  args(): (string | number)[] {
+    const failing: (string | number)[] = [];
+    const succeeded: (string | number)[] = [];
+    for (const [name, { ok, failures }] of this.#outcomes) {
+      if (failures > 0) failing.push(name, failures, ok ?? '');
+      if (ok !== null) succeeded.push(`ok:${name}`, ok);
+    }
+    const { fresh, replacing } = this.#records;
+    const counts = [fresh.length, replacing.length / 2, failing.length / 3, succeeded.length / 2];
+    return [...counts, ...fresh, ...replacing, ...failing, ...succeeded];
+  }
 }
 
 /** How many jobs one script of a batched step handles at most. */

@@ -102,7 +102,8 @@ describeRedis('the Lua scripts', () => {
       coordinator.writeSchedules('owner-a', [
         { name: 'cleanup', fencingToken, schedule: { grid, last, next: last + 1000 } },
       ]);
-    const grids = () => sent.mock.calls.map((call) => call.at(-1));
+    // The grid is the write's last argument; the four counts of the records (none here) follow it.
+    const grids = () => sent.mock.calls.map((call) => call.at(-5));
     await expect(write('every 1000 regular', 1000)).resolves.toEqual([true]);
     await expect(write('every 1000 regular', 2000)).resolves.toEqual([true]);
     await expect(write('every 500 regular', 3000)).resolves.toEqual([true]);
@@ -151,7 +152,16 @@ describeRedis('the Lua scripts', () => {
     expect(await redis.lrange(list, 0, -1)).toEqual([
       '[2,"r1/x#1",1,"r1",7,1000,"schedule",1,1000,1002,"normal",1.5]',
     ]);
-    for (let jobId = 2; jobId <= 18; jobId++) await coordinator.recordRuns([run(jobId, true)], 10);
+    // A start and its end sent in one script: the end replaces the start appended before it.
+    await Promise.all([
+      coordinator.recordRuns([run(2, false)], 10),
+      coordinator.recordRuns([run(2, true)], 10),
+    ]);
+    expect(await redis.lrange(list, 0, -1)).toEqual([
+      '[2,"r1/x#1",1,"r1",7,1000,"schedule",1,1000,1002,"normal",1.5]',
+      '[2,"r1/x#2",2,"r1",7,2000,"schedule",1,2000,2002,"normal",1.5]',
+    ]);
+    for (let jobId = 3; jobId <= 18; jobId++) await coordinator.recordRuns([run(jobId, true)], 10);
     // 18 runs kept with keep 10: cut back once it held 8 more (18), not at every run.
     expect(await redis.llen(list)).toBe(18);
     await coordinator.recordRuns([run(19, true)], 10);
