@@ -274,28 +274,25 @@ const OPEN_KEPT = 10_000;
 const SET_FIELD = `return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])`;
 
 /**
- * RECORD(keep, at) records runs from ARGV[at] on: the number of new records, of records that replace a start, of
- * jobs that failed and of jobs that succeeded, then each section. A new record (its JSON) is appended to its
- * list, KEYS[1 + i], which is cut back to the latest `keep` once it holds `keep / 8` (8 at least) more, so that
- * most records cost one command; readers read the latest `keep`. A record that replaces its run's start (its
- * JSON and how long its mark is, the start that names the run; its list follows those of the new records)
- * replaces it at the end of the list, or among the 32 latest, or is appended. A job that failed (its name, its
- * failures, and when the success before them in this batch ended, or empty) sets `failed:<name>` of the hash to
- * the failures since the success `ok:<name>` tells and that success's time (`2 1733000000000`). The jobs that
- * succeeded come as field and value pairs (`ok:<name>`, when the last success ended), written as they are: a
- * success, the common case, costs its list one command and the hash one field, and no work in Lua.
+ * RECORD(keep, at) records runs from ARGV[at] on: the number of records that replace a start, of new records, of
+ * jobs that failed and of jobs that succeeded, then each section. A record that replaces its run's start (its
+ * JSON and how long its mark is, the start that names the run; its list is KEYS[1 + i]) replaces it at the end
+ * of the list, or among the 32 latest, or is appended; these come first, before the runs that started since
+ * push the start further back. A new record (its JSON; its list follows those of the replacing ones) is appended
+ * to its list, which is cut back to the latest `keep` once it holds `keep / 8` (8 at least) more, so that most
+ * records cost one command; readers read the latest `keep`. A job that failed (its name, its failures, and when
+ * the success before them in this batch ended, or empty) sets `failed:<name>` of the hash to the failures since
+ * the success `ok:<name>` tells and that success's time (`2 1733000000000`). The jobs that succeeded come as
+ * field and value pairs (`ok:<name>`, when the last success ended), written as they are: a success, the common
+ * case, costs its list one command and the hash one field, and no work in Lua.
  */
 const RECORD = `local function record(keep, at)
-  local fresh, replacing, failing, succeeded = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
+  local replacing, fresh, failing, succeeded = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
     tonumber(ARGV[at + 3])
   local most = keep + math.max(8, math.floor(keep / 8))
   at = at + 4
-  for i = 1, fresh do
-    if redis.call('RPUSH', KEYS[1 + i], ARGV[at + i - 1]) > most then redis.call('LTRIM', KEYS[1 + i], -keep, -1) end
-  end
-  at = at + fresh
   for i = 1, replacing do
-    local key, json, mark = KEYS[1 + fresh + i], ARGV[at], tonumber(ARGV[at + 1])
+    local key, json, mark = KEYS[1 + i], ARGV[at], tonumber(ARGV[at + 1])
     local run, replaced = string.sub(json, 1, mark), false
     local latest = redis.call('LINDEX', key, -1)
     if latest and string.sub(latest, 1, mark) == run then
@@ -314,6 +311,11 @@ const RECORD = `local function record(keep, at)
     if not replaced and redis.call('RPUSH', key, json) > most then redis.call('LTRIM', key, -keep, -1) end
     at = at + 2
   end
+  for i = 1, fresh do
+    local key = KEYS[1 + replacing + i]
+    if redis.call('RPUSH', key, ARGV[at + i - 1]) > most then redis.call('LTRIM', key, -keep, -1) end
+  end
+  at = at + fresh
   for _ = 1, failing do
     local name, count, since = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2]
     if since == '' then
@@ -863,21 +865,29 @@ export class RedisCoordinator implements PeriodicCoordinator {
 /** Records of runs to send in one script, in RECORD's sections, and those waiting for its answer. */
 class RecordBatch {
   readonly waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
-  /** The lists of the new records, then those of the records that replace a start: the script's KEYS. */
-  readonly #lists: { fresh: string[]; replacing: string[] } = { fresh: [], replacing: [] };
-  /** The new records; and per record that replaces a start, the record and how long its mark is. */
-  readonly #records: { fresh: string[]; replacing: (string | number)[] } = { fresh: [], replacing: [] };
+  /** The lists of the records that replace a start, then those of the new records: the script's KEYS. */
+  readonly #lists: { replacing: string[]; fresh: string[] } = { replacing: [], fresh: [] };
+  /** Per record that replaces a start, the record and how long its mark is; and the new records. */
+  readonly #records: { replacing: (string | number)[]; fresh: string[] } = { replacing: [], fresh: [] };
+  /** The runs that started in this batch: where their start is among the new records. */
+  readonly #started = new Map<string, number>();
   /** Per job whose runs ended: when the last success ended (null if none did), and the failures since. */
   readonly #outcomes = new Map<string, { ok: number | null; failures: number }>();
 
-  /** The record of `run` for its job's `list`; `mark`, how long its start is, when it replaces the run's start. */
+  /**
+   * The record of `run` for its job's `list`; `mark`, how long its start is, when it replaces the run's start:
+   * a start in this batch is replaced here, before it is sent.
+   */
   add(run: PeriodicRunEntry, list: string, record: string, mark: number | undefined): void {
-    if (mark === undefined) {
-      this.#lists.fresh.push(list);
-      this.#records.fresh.push(record);
-    } else {
+    const started = this.#started.get(run.id);
+    if (mark !== undefined && started !== undefined) this.#records.fresh[started] = record;
+    else if (mark !== undefined) {
       this.#lists.replacing.push(list);
       this.#records.replacing.push(record, mark);
+    } else {
+      if (run.reason === null) this.#started.set(run.id, this.#records.fresh.length);
+      this.#lists.fresh.push(list);
+      this.#records.fresh.push(record);
     }
     const outcome = outcomeOf(run);
     if (outcome === 'ok') this.#outcomes.set(run.name, { ok: run.finishedAt ?? 0, failures: 0 });
@@ -888,7 +898,7 @@ class RecordBatch {
   }
 
   keys(): string[] {
-    return [...this.#lists.fresh, ...this.#lists.replacing];
+    return [...this.#lists.replacing, ...this.#lists.fresh];
   }
 
   args(): (string | number)[] {
@@ -898,9 +908,9 @@ class RecordBatch {
       if (failures > 0) failing.push(name, failures, ok ?? '');
       if (ok !== null) succeeded.push(`ok:${name}`, ok);
     }
-    const { fresh, replacing } = this.#records;
-    const counts = [fresh.length, replacing.length / 2, failing.length / 3, succeeded.length / 2];
-    return [...counts, ...fresh, ...replacing, ...failing, ...succeeded];
+    const { replacing, fresh } = this.#records;
+    const counts = [replacing.length / 2, fresh.length, failing.length / 3, succeeded.length / 2];
+    return [...counts, ...replacing, ...fresh, ...failing, ...succeeded];
   }
 }
 

@@ -574,6 +574,27 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
           lastSucceededAt: null,
           consecutiveFailures: 0,
         });
+        // An end whose start was recorded before, sent with more runs of its job than a store looks back over
+        // (32), or than it keeps: the end replaces its start, and the newest run is the latest.
+        const later = Array.from({ length: 40 }, (_, i) => run(11 + i, 'error'));
+        await store.recordRuns([run(10, null)], 100);
+        await store.recordRuns([run(10, 'normal'), ...later], 100);
+        const runs = await store.readHistory(name, 100, null, 100);
+        assert.deepEqual(
+          runs.filter(({ jobId }) => jobId === 10),
+          [run(10, 'normal')],
+        );
+        const [afterLater] = await store.readFleet([name]);
+        assert.deepEqual(afterLater.lastRun, run(50, 'error'));
+        assert.equal(afterLater.lastSucceededAt, at + 10_005);
+        assert.equal(afterLater.consecutiveFailures, 40);
+        await store.recordRuns([run(51, null)], 2);
+        await store.recordRuns(
+          [run(51, 'normal'), ...Array.from({ length: 12 }, (_, i) => run(52 + i, 'normal'))],
+          2,
+        );
+        assert.deepEqual(await store.readHistory(name, 2, null, 2), [run(63, 'normal'), run(62, 'normal')]);
+        assert.deepEqual((await store.readFleet([name]))[0].lastRun, run(63, 'normal'));
       },
     ],
     [
