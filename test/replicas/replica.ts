@@ -1,8 +1,9 @@
 // One replica of an application with an exclusive job, for the cluster tests, on Redis (STORE=redis, the
 // default: REDIS_URL, KEY_PREFIX) or PostgreSQL (STORE=postgres: DATABASE_URL, TABLE). Every EVERY ms (50),
-// while it holds the lease, it runs RUN_MS ms (20) and records [replica, fencingToken, start, end, slot] in the
-// store (the list <KEY_PREFIX>runs, or the table <TABLE>_log), with times in ms on the machine's clock
-// (performance.timeOrigin + performance.now()) and the slot as ctx.scheduledDate gives it; the job is named JOB
+// while it holds the lease, it runs RUN_MS ms (20) and records [replica, fencingToken, start, end, slot, wallStart] in
+// the store (the list <KEY_PREFIX>runs, or the table <TABLE>_log), with times in ms on the machine's clock
+// (performance.timeOrigin + performance.now()), the slot as ctx.scheduledDate gives it, and the start again by
+// Date.now(), the wall clock the scheduler reads slots by; the job is named JOB
 // ('report'), its delivery DELIVERY ('atMostOnce'). It prints "started <slot> attempt <attempt>" as a run starts,
 // "acquired <token>", "lost" and "missed <count>" as the lease comes and goes and slots are dropped; when closed, it
 // records ["closed", replica, time] once its lease is released. Its connection is closed by the docs/replicas.md
@@ -70,10 +71,10 @@ const store = STORE === 'postgres' ? postgresStore() : redisStore();
 class Reports implements OnApplicationShutdown {
   @Periodic({ every: EVERY, exclusive: true, name: JOB, delivery: DELIVERY })
   async send({ fencingToken, signal, scheduledDate, attempt }: PeriodicContext): Promise<void> {
-    const start = clock();
+    const [start, wallStart] = [clock(), Date.now()];
     say(`started ${scheduledDate.getTime()} attempt ${attempt}`);
     await sleep(RUN_MS, undefined, { signal }).catch(() => undefined);
-    await store.record('runs', [REPLICA, fencingToken, start, clock(), scheduledDate.getTime()]);
+    await store.record('runs', [REPLICA, fencingToken, start, clock(), scheduledDate.getTime(), wallStart]);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -13,8 +13,19 @@ import {
 } from '../postgres/postgres.js';
 import { describeWithRedis, dropKeys, REDIS_URL, redisClient, uniquePrefix } from '../redis/redis.js';
 
-/** A run as a replica records it: times in ms on the machine's clock, `slot` from ctx.scheduledDate. */
-export type RunEntry = [replica: string, fencingToken: number, start: number, end: number, slot: number];
+/**
+ * A run as a replica records it: times in ms on the machine's clock, `slot` from ctx.scheduledDate, and the start
+ * again by the wall clock (`Date.now()`), which slots are times of: the machine's clock above is the process's
+ * start plus its monotonic time, and parts from the wall clock when the system sets it.
+ */
+export type RunEntry = [
+  replica: string,
+  fencingToken: number,
+  start: number,
+  end: number,
+  slot: number,
+  wallStart: number,
+];
 export type ClosedEntry = [closed: 'closed', replica: string, at: number];
 
 export const clock = () => performance.timeOrigin + performance.now();
