@@ -83,7 +83,7 @@ export interface PeriodicOperation {
  * Times are wall-clock milliseconds since the epoch.
  */
 export interface PeriodicRunEntry {
-  /** Which run this is, unique in the fleet: the run's replica session and its jobId. */
+  /** Which run this is, unique in the fleet: a random prefix of the run's replica session, and its jobId. */
   id: string;
   name: string;
   jobId: number;

@@ -1094,7 +1094,7 @@ export class PeriodicScheduler {
     const fleet = this.#recordsTo;
     const entry: PeriodicRunEntry = {
       // Only a store needs to tell the runs of the fleet apart: one in memory is its own object.
-      id: fleet === undefined ? '' : `${fleet.owner}#${run.jobId}`,
+      id: fleet === undefined ? '' : `${fleet.runIds}#${run.jobId}`,
       name: this.name,
       jobId: run.jobId,
       replica: this.#replica,

@@ -1,7 +1,7 @@
 // One replica of the fleet, for one coordinator: the leases of every exclusive job of the replica, renewed,
 // taken and given up together in a heartbeat every leaseMs / 3, so that the replica's traffic to the store
 // does not grow with its number of jobs; and the jobs spread over the live replicas by rendezvous hashing.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   type HeartbeatAnswer,
@@ -147,6 +147,11 @@ export function defaultReplicaName(): string {
 export class Replica {
   /** This replica's session: the owner of its leases in the store, new with each process. */
   readonly owner: string;
+  /**
+   * Begins the ids of this session's runs in the store (`<runIds>#<jobId>`): 64 random bits, short because the
+   * store keeps a record of every run, and Redis's work to append one grows with its length.
+   */
+  readonly runIds = randomBytes(8).toString('base64url');
   readonly calls: StoreCalls;
   /** The leases of the replica's jobs, by job name. */
   private readonly leases = new Map<string, Lease>();
