@@ -76,12 +76,19 @@ function run(name, fencingToken, slot) {
 
 const scriptUs = async () =>
   Number((await redis.info('commandstats')).match(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m)?.[1] ?? 0);
+/** Redis's whole CPU, in µs: the scripts, and reading their arguments off the connection. */
+const serverUs = async () => {
+  const cpu = await redis.info('cpu');
+  const used = (name) => Number(cpu.match(new RegExp(`^${name}:([\\d.]+)`, 'm'))?.[1] ?? 0);
+  return (used('used_cpu_sys') + used('used_cpu_user')) * 1e6;
+};
 
 // The lists fill up to `keep` first: their cutting back is part of the steady state.
 for (let n = 0; n < 120; n++) await round(n);
-const before = await scriptUs();
+const [before, serverBefore] = [await scriptUs(), await serverUs()];
 for (let n = 120; n < 120 + rounds; n++) await round(n);
 const us = (await scriptUs()) - before;
+const server = (await serverUs()) - serverBefore;
 console.log(
   JSON.stringify({
     jobs,
@@ -89,6 +96,7 @@ console.log(
     rounds,
     history: history ? 'on' : 'off',
     scriptUsPerJobRound: +(us / rounds / jobs).toFixed(2),
+    serverUsPerJobRound: +(server / rounds / jobs).toFixed(2),
   }),
 );
 

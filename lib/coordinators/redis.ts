@@ -335,47 +335,70 @@ end
 `;
 
 /**
- * KEYS: the hash, then the history lists of the runs to record; ARGV: owner, the number of writes, keep, then per
- * write its job name, token, last, next and grid (empty: unchanged; a job once at most), then the runs to record
- * (RECORD). Writes each schedule as WRITE_SCHEDULE does, a 1 or 0 for each, but for the check that the owner
- * still holds the lease: it holds it while its member record lives and the token is the job's latest. A
- * heartbeat renews all the owner's leases with its record, to the same expiry, and a lease taken by another has
- * a later token; so one field is read for the batch rather than a key per job. A write taken of a job the fleet
- * has paused answers 2: the field `paused` lists their names (a JSON array), read once per batch. The records
- * of runs ride with the writes: one script for both.
+ * KEYS: the hash, then the history lists of the runs to record. ARGV: owner, the number of writes, keep; then, per
+ * write, the fields it reads (`token:<name>`, `last:<name>`); per write, the fields it writes with their values
+ * (`last:<name>`, last, `next:<name>`, next); per write, its token; the number of grids written, and per grid the
+ * index of its write, `grid:<name>` and the grid (a job's grid goes again only under a new token); then the runs
+ * to record (RECORD). The fields come ready-made and in the order the commands take them, so that a batch whose
+ * writes are all taken, the common case, reads and writes the hash straight from ARGV and makes no string of its
+ * own: Lua's strings and tables cost Redis more than its commands do. Writes each schedule as WRITE_SCHEDULE
+ * does, a 1 or 0 for each, but for the check that the owner still holds the lease: it holds it while its member
+ * record lives and the token is the job's latest. A heartbeat renews all the owner's leases with its record, to
+ * the same expiry, and a lease taken by another has a later token; so one field is read for the batch rather than
+ * a key per job. A write taken of a job the fleet has paused answers 2: the field `paused` lists their names (a
+ * JSON array), read once per batch. The records of runs ride with the writes: one script for both.
  */
-const WRITE_SCHEDULES = `${CHUNKED}${RECORD}
+const WRITE_SCHEDULES = `${RECORD}
 local writes, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
-record(keep, 4 + writes * 5)
+local reads, sets, tokens = 3, 3 + 2 * writes, 3 + 6 * writes
+local grids = tokens + writes + 1
+record(keep, grids + 1 + 3 * tonumber(ARGV[grids]))
 if writes == 0 then return {} end
-local paused = {}
-for _, name in ipairs(cjson.decode(redis.call('HGET', KEYS[1], 'paused') or '[]')) do paused[name] = true end
+local function inSteps(command, from, to)
+  if to - from < 960 then return redis.call(command, KEYS[1], unpack(ARGV, from + 1, to)) end
+  local replies = {}
+  for at = from, to - 1, 960 do
+    local reply = redis.call(command, KEYS[1], unpack(ARGV, at + 1, math.min(at + 960, to)))
+    if type(reply) == 'table' then
+      for i = 1, #reply do replies[#replies + 1] = reply[i] end
+    end
+  end
+  return replies
+end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local member = redis.call('HGET', KEYS[1], 'member:' .. ARGV[1])
 local live = member and tonumber(string.sub(member, 1, string.find(member, '\t', 1, true) - 1)) > nowMs
-local fields = {}
+local held = inSteps('HMGET', reads, sets)
+local taken, all = {}, true
 for i = 1, writes do
-  local name = ARGV[(i - 1) * 5 + 4]
-  fields[2 * i - 1] = 'token:' .. name
-  fields[2 * i] = 'last:' .. name
-end
-local held = chunked('HMGET', KEYS[1], fields)
-local taken, stored = {}, {}
-for i = 1, writes do
-  local at = 3 + (i - 1) * 5
-  local name, last = ARGV[at + 1], tonumber(ARGV[at + 3])
-  if not live or held[2 * i - 1] ~= ARGV[at + 2] or last < tonumber(held[2 * i] or '0') then
-    taken[i] = 0
+  if live and held[2 * i - 1] == ARGV[tokens + i] and tonumber(ARGV[sets + 4 * i - 2]) >= tonumber(held[2 * i] or '0') then
+    taken[i] = 1
   else
-    taken[i] = paused[name] and 2 or 1
-    local n = #stored
-    stored[n + 1], stored[n + 2] = 'last:' .. name, ARGV[at + 3]
-    stored[n + 3], stored[n + 4] = 'next:' .. name, ARGV[at + 4]
-    if ARGV[at + 5] ~= '' then stored[n + 5], stored[n + 6] = 'grid:' .. name, ARGV[at + 5] end
+    taken[i], all = 0, false
   end
 end
-chunked('HSET', KEYS[1], stored)
+local paused = redis.call('HGET', KEYS[1], 'paused')
+if paused and paused ~= '[]' then
+  local names = {}
+  for _, name in ipairs(cjson.decode(paused)) do names[name] = true end
+  for i = 1, writes do
+    if taken[i] == 1 and names[string.sub(ARGV[reads + 2 * i - 1], 7)] then taken[i] = 2 end
+  end
+end
+local stored = {}
+if all then inSteps('HSET', sets, tokens)
+else
+  for i = 1, writes do
+    if taken[i] ~= 0 then
+      for j = sets + 4 * i - 3, sets + 4 * i do stored[#stored + 1] = ARGV[j] end
+    end
+  end
+end
+for at = grids + 1, grids + 3 * tonumber(ARGV[grids]), 3 do
+  if taken[tonumber(ARGV[at])] ~= 0 then stored[#stored + 1], stored[#stored + 2] = ARGV[at + 1], ARGV[at + 2] end
+end
+for from = 1, #stored, 960 do redis.call('HSET', KEYS[1], unpack(stored, from, math.min(from + 959, #stored))) end
 return taken`;
 
 /**
@@ -645,11 +668,19 @@ export class RedisCoordinator implements PeriodicCoordinator {
     writes: PeriodicScheduleWrite[],
     records: RecordBatch | undefined,
   ): Promise<PeriodicScheduleWritten[]> {
-    const args = writes.flatMap(({ name, fencingToken, schedule: { last, next, grid } }) => {
+    const reads: string[] = [];
+    const sets: (string | number)[] = [];
+    const tokens: number[] = [];
+    const grids: (string | number)[] = [];
+    for (const [i, { name, fencingToken, schedule }] of writes.entries()) {
+      reads.push(`token:${name}`, `last:${name}`);
+      sets.push(`last:${name}`, schedule.last, `next:${name}`, schedule.next);
+      tokens.push(fencingToken);
       const known = this.#grids.get(name);
-      const same = known?.fencingToken === fencingToken && known.grid === grid;
-      return [name, fencingToken, last, next, same ? '' : grid];
-    });
+      if (known?.fencingToken !== fencingToken || known.grid !== schedule.grid) {
+        grids.push(i + 1, `grid:${name}`, schedule.grid);
+      }
+    }
     const keys = [this.keyPrefix, ...(records?.keys() ?? [])];
     let reply: unknown;
     try {
@@ -659,7 +690,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
         owner,
         writes.length,
         records === undefined ? 1 : this.#keep,
-        ...args,
+        ...reads,
+        ...sets,
+        ...tokens,
+        grids.length / 3,
+        ...grids,
         ...(records?.args() ?? [0, 0, 0, 0]),
       );
     } catch (error) {

@@ -102,9 +102,10 @@ describeRedis('the Lua scripts', () => {
       coordinator.writeSchedules('owner-a', [
         { name: 'cleanup', fencingToken, schedule: { grid, last, next: last + 1000 } },
       ]);
-    // EVALSHA's arguments: the script, the number of keys, the key, owner, writes, keep, then the write's name,
-    // token, last, next and grid.
-    const grids = () => sent.mock.calls.map((call) => call[10]);
+    // EVALSHA's arguments: the script, the number of keys, the key, owner, writes, keep, then the write's fields
+    // read, its fields written with their values, its token, the number of grids and, with one, its write, field
+    // and grid.
+    const grids = () => sent.mock.calls.map((call) => (call[13] === 1 ? call[16] : ''));
     await expect(write('every 1000 regular', 1000)).resolves.toEqual([true]);
     await expect(write('every 1000 regular', 2000)).resolves.toEqual([true]);
     await expect(write('every 500 regular', 3000)).resolves.toEqual([true]);
