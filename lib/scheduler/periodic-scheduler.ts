@@ -114,6 +114,8 @@ interface Pending {
 interface PendingRetry {
   readonly failed: Run;
   readonly timer: DeadlineTimer;
+  /** Its wait ended while a pause was being written: it runs once the store has refused the pause. */
+  due: boolean;
 }
 
 /** A sink as the scheduler calls it. */
@@ -190,6 +192,11 @@ export class PeriodicScheduler {
   #pending: Pending | undefined;
   /** Retries waiting for their delay (`retry`), each of the slot of a run that failed. */
   #retries: Set<PendingRetry> | undefined;
+  /**
+   * `delivery: 'atLeastOnce'`, the lease just taken: until the store has said whether the fleet's last slot is
+   * to run again, ticks wait before they claim theirs, so that the recovery comes first.
+   */
+  #recovering: Promise<void> | undefined;
   /** Exclusive jobs: this replica's part in the fleet's schedule, and the lease it must hold to start a run. */
   readonly #fleet: FleetSlots | undefined;
   /** Once `stop()` was called: what it resolves, and what resolves it when the last run has ended. */
@@ -371,7 +378,10 @@ export class PeriodicScheduler {
     if (fleet === undefined || tick.origin !== 'timer') return this.#passGuard(tick);
     // The slot is the fleet's: claimed in the store first, it runs in no other replica, now or later.
     const waiting = this.#waitFor('claim');
-    return fleet.claim(tick.slot).then((held) => {
+    const recovering = this.#recovering;
+    const claimed =
+      recovering === undefined ? fleet.claim(tick.slot) : recovering.then(() => fleet.claim(tick.slot));
+    return claimed.then((held) => {
       waiting.claim = false;
       if (held === false) {
         fleet.lease.idle();
@@ -519,10 +529,8 @@ export class PeriodicScheduler {
   /** @internal A run of this job has ended. */
   runEnded(run: Run, reason: JobExitReason, failed: boolean, error: unknown): void {
     const runs = this.#runs;
-    if (runs === run) {
-      this.#runs = undefined;
-      this.#fleet?.lease.idle();
-    } else if (Array.isArray(runs)) {
+    if (runs === run) this.#runs = undefined;
+    else if (Array.isArray(runs)) {
       runs.splice(runs.indexOf(run), 1);
       if (runs.length < 2) this.#runs = runs[0];
     }
@@ -571,7 +579,11 @@ export class PeriodicScheduler {
     }
     // A run that timed out without throwing is retried for its signal's reason.
     if (retry !== undefined) this.#retryIn(run, retry, failed ? error : run.stopError);
-    if (this.#runs === undefined) this.#stopping?.drained?.();
+    if (this.#runs === undefined) {
+      // Once the retry is decided: a retry waiting keeps a lease being handed over.
+      this.#fleet?.lease.idle();
+      this.#stopping?.drained?.();
+    }
   }
 
   // ---- Retries, and slots recovered ----
@@ -607,17 +619,26 @@ export class PeriodicScheduler {
    */
   #retryAfter(run: Run, reason: JobExitReason): number | undefined {
     const { attempts, backoff } = this.options.retry;
-    if ((reason !== 'error' && reason !== 'timeout') || run.attempt > attempts || !this.#retrying()) {
+    // A run that timed out and was then replaced by a later slot's (`stopPrevious`) leaves its slot failed.
+    if (
+      (reason !== 'error' && reason !== 'timeout') ||
+      run.attempt > attempts ||
+      run.replaced ||
+      !this.#retrying()
+    ) {
       return undefined;
     }
     const wait = Math.min(backoff.max, backoff.initial * backoff.factor ** (run.attempt - 1));
     return Math.round(wait * (0.9 + 0.2 * Math.random()));
   }
 
-  /** Whether a slot may run again now: the job ticks, is not paused, and holds its lease if it is exclusive. */
+  /**
+   * Whether a slot may run again now: the job ticks, is not paused, and holds its lease if it is exclusive (also
+   * while the lease is being handed over: the retry is its slot's work, which drains before the lease goes).
+   */
   #retrying(): boolean {
     return (
-      this.#phase === 'ticking' && !this.#paused && !this.#fleetPaused && this.#fleet?.lease.held !== false
+      this.#phase === 'ticking' && !this.#paused && !this.#fleetPaused && this.#fleet?.lease.holding !== false
     );
   }
 
@@ -632,6 +653,7 @@ export class PeriodicScheduler {
     const pending: PendingRetry = {
       failed,
       timer: new DeadlineTimer({ onDeadline: () => this.#retryDue(pending) }),
+      due: false,
     };
     (this.#retries ??= new Set()).add(pending);
     pending.timer.armAt(now() + inMs);
@@ -639,6 +661,11 @@ export class PeriodicScheduler {
 
   /** A retry's wait is over: the slot runs again, as the overlap policy lets it. */
   #retryDue(pending: PendingRetry): void {
+    // A pause being written to the store: the retry waits for its answer (`pause()`).
+    if (this.#asking === 'pause') {
+      pending.due = true;
+      return;
+    }
     this.#retries!.delete(pending);
     const { failed } = pending;
     if (!this.#retrying()) return this.#slotFailed(failed);
@@ -667,6 +694,8 @@ export class PeriodicScheduler {
    */
   #slotFailed(failed: Run, arm = true): void {
     this.#recorded().consecutiveFailures++;
+    // A lease being handed over waited for this retry.
+    this.#fleet?.lease.idle();
     if (
       arm &&
       failed.armsNext &&
@@ -766,7 +795,14 @@ export class PeriodicScheduler {
     if (this.#wants('leaseAcquired')) this.#emit({ type: 'leaseAcquired', name: this.name, fencingToken });
     if (this.options.mode !== 'auto' || this.#phase !== 'ticking') return;
     const wallNow = Date.now();
-    if (this.options.delivery === 'atLeastOnce') void this.#recover(fencingToken, stored);
+    if (this.options.delivery === 'atLeastOnce') {
+      const recovering = this.#recover(fencingToken, stored)
+        .catch(() => undefined)
+        .finally(() => {
+          if (this.#recovering === recovering) this.#recovering = undefined;
+        });
+      this.#recovering = recovering;
+    }
     const next = this.#fleet!.takeOver(stored, this.#slot, wallNow);
     if (next === undefined) return;
     // The next tick is the fleet's; one that has passed is ticked at once, and reports its own next tick then.
@@ -774,9 +810,9 @@ export class PeriodicScheduler {
     if (next > wallNow) this.#reportNext(next - wallNow, this.#calendar === undefined ? undefined : next);
   }
 
-  /** @internal Runs in flight, or a claim pending: a lease handed over waits for them. */
+  /** @internal Runs in flight, retries waiting, or a claim pending: a lease handed over waits for them. */
   get busy(): boolean {
-    return this.#runs !== undefined || this.#pending?.claim === true;
+    return this.#runs !== undefined || this.#pending?.claim === true || (this.#retries?.size ?? 0) > 0;
   }
 
   /**
@@ -982,9 +1018,9 @@ export class PeriodicScheduler {
    */
   async pause(options?: PeriodicOperationOptions): Promise<void> {
     const asked = operation(this.name, 'pause', options, this.#replica);
-    this.#cancelRetries();
     if (this.#store === undefined) {
       this.#paused = true;
+      this.#cancelRetries();
       return this.#keep(asked);
     }
     const before = this.#fleetPaused;
@@ -994,11 +1030,14 @@ export class PeriodicScheduler {
       await this.#keep(asked);
       this.#operatedAt = now();
       this.#fleet?.operated();
+      this.#cancelRetries();
     } catch (error) {
       this.#fleetPaused = before;
       throw error;
     } finally {
       this.#asking = undefined;
+      // A retry whose wait ended while the store was asked runs now, unless the pause was written.
+      for (const pending of [...(this.#retries ?? [])]) if (pending.due) this.#retryDue(pending);
     }
   }
 

@@ -25,7 +25,7 @@ export interface LeaseHolder {
   leaseAcquired(fencingToken: number, schedule: PeriodicFleetSchedule | null): void;
   /** The lease is lost (not given up on purpose): the job's runs are stopped. */
   leaseLost(reason: string): void;
-  /** Runs in flight, or a claim pending: a lease handed over to another replica waits for them to end. */
+  /** Runs in flight, retries waiting, or a claim pending: a lease handed over to another replica waits for them to end. */
   readonly busy: boolean;
   /** The lease is about to be given up on purpose: a slot claimed and not started goes back to the fleet. */
   givingUp(): Promise<void>;
@@ -79,7 +79,15 @@ export class Lease {
   /** Whether the replica holds the lease now, to start runs: taken, not past its validity, not being handed over. */
   get held(): boolean {
     const { phase } = this;
-    return this.fencingToken !== 0 && phase !== 'handing' && phase !== 'givingUp' && now() < this.validUntil;
+    return this.holding && phase !== 'handing' && phase !== 'givingUp';
+  }
+
+  /**
+   * Whether the replica holds the lease for the slots it has started: taken and not past its validity, handed over
+   * or not. A retry of such a slot runs while the lease is being handed over, as its runs drain.
+   */
+  get holding(): boolean {
+    return this.fencingToken !== 0 && now() < this.validUntil;
   }
 
   /** Competes for the lease: the replica takes it at its next heartbeat if the fleet's spread gives it the job. */
@@ -109,7 +117,7 @@ export class Lease {
     this.replica.expect(this, at);
   }
 
-  /** The job's runs and claims have ended: a lease being handed over is given up now. */
+  /** The job's runs, retries and claims have ended: a lease being handed over is given up now. */
   idle(): void {
     if (this.phase === 'handing' && !this.holder.busy) this.replica.handOver(this);
   }

@@ -110,6 +110,7 @@ const ABANDONED_AFTER: Record<AbortReason, JobExitReason> = { ...SETTLED_AFTER, 
 const ARMS_NEXT = 1;
 const ENDED = 2;
 const ASYNC = 4;
+const REPLACED = 8;
 
 /**
  * A tick, and the call of the job it starts: made when the tick comes (its deadline, slot and origin), it waits
@@ -229,9 +230,12 @@ export class Run implements Tick, PeriodicContext {
     return this.#abortError;
   }
 
-  /** @internal True once the run has been stopped by `onOverlap: 'stopPrevious'`. */
+  /**
+   * @internal True once the run has been stopped by `onOverlap: 'stopPrevious'`, also when it was stopping
+   * already (a timeout's grace): a later slot's run has taken its place.
+   */
   get replaced(): boolean {
-    return this.#abortError?.reason === 'stopPrevious';
+    return (this.#flags & REPLACED) !== 0;
   }
 
   /** @internal In shifted mode, whether the run's end arms the next tick. */
@@ -283,6 +287,7 @@ export class Run implements Tick, PeriodicContext {
    */
   stop(reason: AbortReason): void {
     if ((this.#flags & ENDED) !== 0) return;
+    if (reason === 'stopPrevious') this.#flags |= REPLACED;
     const grace = reason === 'stopPrevious' ? 'brutalKill' : this.#owner.options.jobShutdown;
     if (this.#abortError !== undefined) {
       if (grace === 'brutalKill') this.#abandon();

@@ -53,6 +53,9 @@ function warnWithoutContextManager(api: Api): void {
   );
 }
 
+/** How many slots of a job keep the span of their first attempt, for the links of their retries. */
+const FIRSTS_KEPT = 16;
+
 /**
  * A span `periodic <name>` for every run, active while the run's code executes, ended with its exit reason; and
  * the metrics `periodic.runs`, `periodic.run.duration`, `periodic.tick.lateness` and `periodic.ticks.missed`.
@@ -62,8 +65,11 @@ export class RunTelemetry {
   private readonly tracer;
   /** The spans of the runs in flight, by job and run. */
   private readonly spans = new Map<string, Map<number, Span>>();
-  /** Each job's latest first attempt of a slot: its slot and its span, which the spans of its retries link to. */
-  private readonly firsts = new Map<string, { slot: number; context: SpanContext }>();
+  /**
+   * Per job, the spans of the first attempts of its latest FIRSTS_KEPT slots, by slot: the spans of their retries
+   * link to them (slots whose runs overlap may retry at once).
+   */
+  private readonly firsts = new Map<string, Map<number, SpanContext>>();
   private readonly logger = new Logger(LOGGER_CONTEXT);
   /**
    * What failed and was logged, making spans or recording what runs did: the next such failures are not
@@ -126,11 +132,11 @@ export class RunTelemetry {
       let links: Link[] | undefined;
       if (attempt > 1) {
         attributes['periodic.attempt'] = attempt;
-        const first = this.firsts.get(name);
-        if (first?.slot === slot) links = [{ context: first.context }];
+        const first = this.firsts.get(name)?.get(slot);
+        if (first !== undefined) links = [{ context: first }];
       }
       const span = this.tracer.startSpan(`periodic ${name}`, { attributes, links });
-      if (attempt === 1) this.firsts.set(name, { slot, context: span.spanContext() });
+      if (attempt === 1) this.firstAttempt(name, slot, span.spanContext());
       let runs = this.spans.get(name);
       if (runs === undefined) this.spans.set(name, (runs = new Map()));
       runs.set(jobId, span);
@@ -141,6 +147,14 @@ export class RunTelemetry {
       return job(context);
     }
     return contexts.with(active, job, undefined, context);
+  }
+
+  private firstAttempt(name: string, slot: number, context: SpanContext): void {
+    let slots = this.firsts.get(name);
+    if (slots === undefined) this.firsts.set(name, (slots = new Map()));
+    slots.delete(slot);
+    slots.set(slot, context);
+    if (slots.size > FIRSTS_KEPT) slots.delete(slots.keys().next().value!);
   }
 
   private endSpan(name: string, jobId: number, reason: JobExitReason, error: unknown): void {

@@ -135,6 +135,47 @@ describe('telemetry: true', () => {
     expect(retry.links.map((link) => link.context.spanId)).toEqual([first.spanContext().spanId]);
   });
 
+  it('the retries of slots that overlap link each to the first attempt of its own slot', async () => {
+    spans.reset();
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false, telemetry: true })],
+    });
+    const slots = new Map<number, number>();
+    app.registry.add(
+      'overlapping',
+      ({ jobId, scheduledDate }) => {
+        slots.set(jobId, scheduledDate.getTime());
+        if (slots.size <= 2) throw new Error('connection reset');
+      },
+      { every: 60_000, retry: { attempts: 1, backoff: { initial: 50, factor: 1, max: 50 } } },
+    );
+    let retried = 0;
+    const bothRetried = new Promise<void>((resolve) =>
+      app.events.on('finished', ({ reason }) => {
+        if (reason === 'normal' && ++retried === 2) resolve();
+      }),
+    );
+    await app.registry.syncTick('overlapping');
+    // The second slot is another millisecond of the wall clock, and fails while the first one's retry waits.
+    const first = Date.now();
+    while (Date.now() === first) await new Promise((resolve) => setTimeout(resolve, 1));
+    await app.registry.syncTick('overlapping');
+    await bothRetried;
+    const ended = spans.getFinishedSpans().filter(ofJob('overlapping'));
+    const slotOf = (span: ReadableSpan) => slots.get(span.attributes['periodic.job.id'] as number);
+    const retries = ended.filter((span) => span.attributes['periodic.attempt'] === 2);
+    // Each retry's span links to the span whose run had the retry's slot (the retries may come in either order).
+    const linked = retries.map((retry) => [
+      slotOf(retry),
+      ...retry.links.map(({ context }) =>
+        slotOf(ended.find((span) => span.spanContext().spanId === context.spanId)!),
+      ),
+    ]);
+    expect(linked).toHaveLength(2);
+    expect(new Set(linked.map(([slot]) => slot)).size).toBe(2);
+    for (const [slot, ...links] of linked) expect(links).toEqual([slot]);
+  });
+
   it("the run's span is active while its code runs: a span started there, even after an await, is its child", async () => {
     spans.reset();
     const app = await createApp({

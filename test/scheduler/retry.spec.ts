@@ -7,7 +7,7 @@ import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
-import { Replica } from '../../lib/scheduler/replica.js';
+import { Replica, spreadOver } from '../../lib/scheduler/replica.js';
 import { advance, EventLog, flush, startScheduler, useFakeTimers } from './helpers.js';
 
 useFakeTimers();
@@ -181,6 +181,33 @@ describe('retries', () => {
     await scheduler.stop();
   });
 
+  it("with 'stopPrevious', a run in its timeout's grace that the next slot replaces is not retried", async () => {
+    const attempts: number[] = [];
+    const { scheduler, log } = startScheduler({
+      every: 1000,
+      timeout: 300,
+      jobShutdown: 2000,
+      onOverlap: 'stopPrevious',
+      retry: { attempts: 1, backoff: { initial: 100, factor: 1, max: 100 } },
+      // Runs that ignore their signal: the first is still in its grace when the next slot comes.
+      run: ({ attempt }) => {
+        attempts.push(attempt);
+        return new Promise(() => undefined);
+      },
+    });
+    await advance(2000);
+    expect(log.of('finished')).toMatchObject([{ jobId: 1, reason: 'timeout' }]);
+    expect(log.of('retrying')).toEqual([]);
+    await advance(200);
+    // No retry of the first slot came to kill the second slot's run.
+    expect(attempts).toEqual([1, 1]);
+    expect(log.of('finished')).toHaveLength(1);
+    expect(scheduler.status().consecutiveFailures).toBe(1);
+    const stopped = scheduler.stop();
+    await advance(2000);
+    await stopped;
+  });
+
   it("with 'run', the next slot runs beside a retry that waits", async () => {
     const { scheduler, log } = startScheduler({
       every: 1000,
@@ -207,6 +234,85 @@ describe('retries', () => {
     await stopped.scheduler.stop();
     await advance(5000);
     expect(stopped.log.of('started')).toHaveLength(1);
+  });
+
+  it("a fleet's pause that the store refuses leaves the retry that waits; one due while it was asked runs then", async () => {
+    const coordinator = new InMemoryCoordinator({ leaseMs: 3000 });
+    const { scheduler, log } = startScheduler({
+      every: 60_000,
+      exclusive: true,
+      coordinator,
+      retry: { attempts: 2, backoff: { initial: 500, factor: 1, max: 500 } },
+      run: fails(2),
+    });
+    await advance(60_000);
+    const operate = jest.spyOn(coordinator, 'operate').mockRejectedValueOnce(new Error('connection reset'));
+    await expect(scheduler.pause()).rejects.toThrow('nothing changed');
+    await advance(600);
+    expect(log.of('started').map(({ jobId }) => jobId)).toEqual([1, 2]);
+    // The second retry's wait ends while the store is asked, which refuses the pause 800 ms later.
+    operate.mockImplementationOnce(
+      () => new Promise((_, reject) => setTimeout(() => reject(new Error('connection reset')), 800)),
+    );
+    const refused = expect(scheduler.pause()).rejects.toThrow('nothing changed');
+    await advance(700);
+    expect(log.of('started')).toHaveLength(2);
+    await advance(100);
+    await refused;
+    expect(log.of('started')).toHaveLength(3);
+    expect(scheduler.status()).toMatchObject({ state: 'ticking', consecutiveFailures: 0 });
+    await scheduler.stop();
+  });
+
+  it('a lease handed over to a replica that joins waits for the retry of its slot, which runs before it goes', async () => {
+    const store = new InMemoryCoordinator({ leaseMs: 3000 });
+    const replicas = ['r1', 'r2'].map(
+      (name) => new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), name),
+    );
+    // The first replica to start is the one the spread does not give the job: the other takes it on joining.
+    if (spreadOver(['job'], [replicas[0].owner, replicas[1].owner]).get('job') === replicas[0].owner) {
+      replicas.reverse();
+    }
+    const runs: { replica: string; attempt: number; slot: number }[] = [];
+    const [first, joining] = replicas.map((replica) => {
+      const log = new EventLog();
+      const scheduler = new PeriodicScheduler(
+        {
+          name: 'job',
+          every: 60_000,
+          exclusive: true,
+          coordinator: store,
+          retry: { attempts: 1, backoff: { initial: 5000, factor: 1, max: 5000 } },
+          run: ({ attempt, scheduledDate }) => {
+            runs.push({ replica: replica.name, attempt, slot: scheduledDate.getTime() });
+            if (attempt === 1 && runs.length === 1) throw new Error('failed');
+          },
+        },
+        log.sink,
+        { replica },
+      );
+      return { scheduler, log, name: replica.name };
+    });
+    first.scheduler.start();
+    await advance(60_000);
+    expect(first.log.of('retrying')).toHaveLength(1);
+    joining.scheduler.start();
+    await advance(2000);
+    // The lease waits for the retry, which runs where its slot failed.
+    expect(joining.scheduler.status().lease?.held).toBe(false);
+    await advance(4000);
+    expect(runs.map(({ replica, attempt }) => [replica, attempt])).toEqual([
+      [first.name, 1],
+      [first.name, 2],
+    ]);
+    expect(runs[1].slot).toBe(runs[0].slot);
+    expect(first.scheduler.status().consecutiveFailures).toBe(0);
+    // Then the joining replica holds it, and runs the next slot.
+    await advance(2000);
+    expect(joining.scheduler.status().lease?.held).toBe(true);
+    await advance(60_000);
+    expect(runs.slice(2)).toEqual([{ replica: joining.name, attempt: 1, slot: runs[0].slot + 60_000 }]);
+    await Promise.all([first.scheduler.stop(), joining.scheduler.stop()]);
   });
 
   it('a lost lease cancels the retry of an exclusive job', async () => {
@@ -312,14 +418,22 @@ describe('the context and the trace', () => {
 
 describe("delivery: 'atLeastOnce'", () => {
   /** A replica's way to the shared store, which can freeze: its steps then never answer, as from a dead process. */
-  function wayTo(store: InMemoryCoordinator): { coordinator: InMemoryCoordinator; freeze(): void } {
+  function wayTo(
+    store: InMemoryCoordinator,
+    historyDelay = 0,
+  ): { coordinator: InMemoryCoordinator; freeze(): void } {
     let frozen = false;
     const coordinator = new Proxy(store, {
       get(target, key) {
         const value: unknown = Reflect.get(target, key);
         if (typeof value !== 'function') return value;
-        return (...args: unknown[]) =>
-          frozen ? new Promise(() => undefined) : (value as (...a: unknown[]) => unknown).apply(target, args);
+        return async (...args: unknown[]) => {
+          if (frozen) return new Promise(() => undefined);
+          if (key === 'readHistory' && historyDelay > 0) {
+            await new Promise((resolve) => setTimeout(resolve, historyDelay));
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
       },
     });
     return { coordinator, freeze: () => (frozen = true) };
@@ -332,10 +446,17 @@ describe("delivery: 'atLeastOnce'", () => {
     await stopped;
   }
 
-  /** Two replicas of a job every 10 s whose first run never ends; the holder first. */
-  function replicas(delivery: 'atLeastOnce' | 'atMostOnce', retry?: { attempts: number }) {
+  /** Two replicas of a job every 10 s whose first run never ends; the first `started` of them started. */
+  function replicas(
+    delivery: 'atLeastOnce' | 'atMostOnce',
+    {
+      onOverlap,
+      started = 2,
+      historyDelay,
+    }: { onOverlap?: 'run' | 'ignore' | 'stopPrevious'; started?: number; historyDelay?: number } = {},
+  ) {
     const store = new InMemoryCoordinator({ leaseMs: 3000 });
-    const ways = [wayTo(store), wayTo(store)];
+    const ways = [wayTo(store, historyDelay), wayTo(store, historyDelay)];
     const contexts: { replica: number; attempt: number; slot: number; fencingToken: number }[] = [];
     const schedulers = ways.map(({ coordinator }, replica) => {
       const log = new EventLog();
@@ -345,7 +466,7 @@ describe("delivery: 'atLeastOnce'", () => {
           every: 10_000,
           exclusive: true,
           delivery,
-          retry,
+          onOverlap,
           coordinator,
           jobShutdown: 'brutalKill',
           run: (context) => {
@@ -355,7 +476,9 @@ describe("delivery: 'atLeastOnce'", () => {
               slot: context.scheduledDate.getTime(),
               fencingToken: context.fencingToken!,
             });
+            // The first run never ends; the others take 500 ms.
             if (contexts.length === 1) return new Promise(() => undefined);
+            return new Promise((resolve) => setTimeout(resolve, 500));
           },
         },
         log.sink,
@@ -366,7 +489,7 @@ describe("delivery: 'atLeastOnce'", () => {
           ),
         },
       );
-      scheduler.start();
+      if (replica < started) scheduler.start();
       return { scheduler, log };
     });
     return { ways, contexts, schedulers };
@@ -394,6 +517,38 @@ describe("delivery: 'atLeastOnce'", () => {
     await advance(10_000);
     expect(contexts.slice(2).map(({ attempt, slot: next }) => [attempt, next - slot])).toEqual([[1, 10_000]]);
     await stopAll(schedulers);
+  });
+
+  it("after the whole fleet was down across slots, the recovery comes first, then the latest slot's tick as onOverlap says", async () => {
+    for (const onOverlap of ['ignore', 'run'] as const) {
+      // A store that takes 100 ms to read a history: the latest slot's tick comes meanwhile, and waits.
+      const { ways, contexts, schedulers } = replicas('atLeastOnce', {
+        onOverlap,
+        started: 1,
+        historyDelay: 100,
+      });
+      await advance(10_100);
+      expect(contexts).toHaveLength(1);
+      const [{ slot }] = contexts;
+      ways[0].freeze();
+      // Down across two more slots; then the other replica starts, and takes the lease at once: the recovery
+      // runs, and the latest slot's tick comes while it does.
+      await advance(25_000);
+      const [, second] = schedulers;
+      second.scheduler.start();
+      await advance(1000);
+      const ran = contexts.slice(1).map(({ attempt, slot: of }) => [attempt, of - slot]);
+      if (onOverlap === 'ignore') {
+        expect(ran).toEqual([[2, 0]]);
+        expect(second.log.of('skipped')).toHaveLength(1);
+      } else
+        expect(ran).toEqual([
+          [2, 0],
+          [1, 20_000],
+        ]);
+      expect(second.log.of('missed')).toEqual([{ type: 'missed', name: 'job', count: 1 }]);
+      await stopAll(schedulers);
+    }
   });
 
   it("with 'atMostOnce' (the default), the slot is not run again", async () => {
