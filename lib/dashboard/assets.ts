@@ -38,7 +38,6 @@ button { font: inherit; padding: .35rem .75rem; border: 1px solid var(--line); b
 button:hover { border-color: var(--focus); }
 button[aria-disabled="true"] { opacity: .6; cursor: progress; }
 section.actions { margin: 1rem 0; max-width: 24rem; }
-td[data-label="Actions"] { min-width: 16rem; }
 dl.summary, dl.options { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 1rem 0; }
 dt { font-weight: 600; }
 dd { margin: 0; overflow-wrap: anywhere; }
@@ -46,15 +45,17 @@ dd { margin: 0; overflow-wrap: anywhere; }
 /* The runs and the audit trail: one line per entry, the table scrolled sideways where it is wider. */
 .scroll th, .scroll td { white-space: nowrap; }
 .scroll td.text { white-space: normal; min-width: 14rem; }
-/* Wide screens: the list's columns keep their widths, so that a row's buttons stay where they were. */
-@media (min-width: 60.01rem) {
+/* Wide screens: the list's columns keep their widths, so that a row's buttons stay where they were; its buttons
+   are a little smaller, to fit on one line beside the others. */
+@media (min-width: 70.01rem) {
   table.jobs { table-layout: fixed; }
-  .col-job { width: 13%; } .col-schedule { width: 12%; } .col-state { width: 14%; } .col-holder { width: 10%; }
-  .col-next-tick { width: 7%; } .col-last-run { width: 10%; } .col-failures { width: 7%; }
-  .col-health { width: 6%; }
+  table.jobs thead th { font-size: .9em; }
+  .col-job { width: 13%; } .col-schedule { width: 13%; } .col-state { width: 9%; } .col-holder { width: 12%; }
+  .col-next-tick { width: 7%; } .col-last-run { width: 10%; } .col-failures { width: 6.5%; }
+  .col-health { width: 8%; }
   table.jobs td, table.jobs tbody th { overflow-wrap: break-word; }
+  table.jobs button { padding: .25rem .55rem; font-size: .9em; min-height: 2rem; }
 }
-@media (max-width: 40rem) { .scroll .wide { display: none; } .scroll td.text { min-width: 9rem; } }
 figure.chart { margin: 0 0 1rem; }
 figure.chart svg { width: 100%; height: 8rem; display: block; border-bottom: 1px solid var(--line); }
 .swatch { display: inline-block; width: .8em; height: .8em; margin-right: .3em; border-radius: 2px; }
@@ -65,18 +66,37 @@ figure.chart svg { width: 100%; height: 8rem; display: block; border-bottom: 1px
 .reason-shutdown { fill: #6e7781; background: #6e7781; }
 .reason-leaseLost { fill: #9a6700; background: #9a6700; }
 .reason-running { fill: #0969da; background: #0969da; }
+rect.reason-running { fill-opacity: .5; }
 span.reason { color: #fff; padding: 0 .4rem; border-radius: .3rem; font-size: .85em; }
 .announce { position: sticky; bottom: 0; margin: 1rem 0 0; background: var(--bg); }
 .announce:not(:empty) { padding: .5rem 0; border-top: 1px solid var(--line); }
 .announce.failed { color: var(--down); font-weight: 600; }
-/* A phone: each job is a card, each cell a line with its column's name; the rows' roles keep the table's meaning. */
-@media (max-width: 60rem) {
+/* Narrower screens: each job is a card, each cell a line with its column's name, two cards a row on a tablet and
+   one on a phone; the rows' roles keep the table's meaning. On a phone the runs and the audit trail are cards too. */
+@media (max-width: 70rem) {
   table.jobs, table.jobs thead, table.jobs tbody, table.jobs tr, table.jobs th, table.jobs td { display: block; }
   table.jobs col { display: none; }
   table.jobs thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
-  table.jobs tr { border: 1px solid var(--line); border-radius: .5rem; margin: 0 0 .75rem; padding: .25rem 0; }
-  table.jobs th, table.jobs td { border: 0; padding: .2rem .75rem; }
-  table.jobs td::before { content: attr(data-label); display: block; font-size: .8em; color: var(--muted); }
+  table.jobs tbody { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 24rem), 1fr)); gap: .75rem; }
+  table.jobs tr { border: 1px solid var(--line); border-radius: .5rem; padding: .25rem 0; }
+  table.jobs th, table.jobs td { border: 0; padding: .2rem .75rem; overflow-wrap: anywhere; }
+  table.jobs td { position: relative; padding-left: 7.5rem; min-height: 1.9rem; }
+  table.jobs td::before { content: attr(data-label); position: absolute; left: .75rem; width: 6.5rem;
+    font-size: .85em; line-height: 1.7; color: var(--muted); }
+  /* The actions take the card's whole width, under their name. */
+  table.jobs td[data-label="Actions"] { padding-left: .75rem; }
+  table.jobs td[data-label="Actions"]::before { position: static; display: block; width: auto; }
+}
+@media (max-width: 40rem) {
+  table.cards, table.cards thead, table.cards tbody, table.cards tr, table.cards th, table.cards td { display: block; }
+  table.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  table.cards tr { border: 1px solid var(--line); border-radius: .5rem; margin: 0 0 .5rem; padding: .25rem 0; }
+  .scroll table.cards th, .scroll table.cards td { border: 0; padding: .1rem .75rem; white-space: normal; min-width: 0;
+    overflow-wrap: anywhere; }
+  table.cards td { position: relative; padding-left: 6rem !important; }
+  table.cards td::before { content: attr(data-label); position: absolute; left: .75rem; width: 5rem; font-size: .85em;
+    line-height: 1.7; color: var(--muted); }
+  table.cards td:empty, table.cards .wide { display: none; }
   dl.summary, dl.options { grid-template-columns: 1fr; }
   dd { margin-bottom: .4rem; }
 }
@@ -158,7 +178,7 @@ const SCRIPT = `'use strict';
     var name = scope.getAttribute('data-job');
     var action = button.getAttribute('data-action');
     var noteField = scope.querySelector('input[name="note"]');
-    var note = action !== 'trigger' && noteField ? noteField.value.trim() : '';
+    var note = noteField ? noteField.value.trim() : '';
     button.setAttribute('aria-disabled', 'true');
     say(action[0].toUpperCase() + action.slice(1) + ' ' + name + '…');
     fetch(api + '/jobs/' + encodeURIComponent(name) + '/' + action, {
@@ -183,7 +203,7 @@ const SCRIPT = `'use strict';
           var where = answer.replica ? ' on ' + answer.replica : '';
           var run = answer.jobId !== undefined ? ', run #' + answer.jobId + where : '';
           say(DONE[action] + ' ' + name + run);
-          if (noteField && action !== 'trigger') noteField.value = '';
+          if (noteField) noteField.value = '';
         }
       })
       .catch(function (error) { say(name + ': ' + action + ' failed (' + error.message + ')', true); })
@@ -203,8 +223,12 @@ const SCRIPT = `'use strict';
 })();
 `;
 
+/** The pages' icon, a clock: served from the dashboard's path, which a Content-Security-Policy of 'self' allows. */
+const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16" fill="none" stroke="#0969da" stroke-width="2" stroke-linecap="round"><circle cx="8" cy="8" r="6.5"/><path d="M8 4.5V8l2.5 1.5"/></svg>`;
+
 /** The assets by file name, with their content types. */
 export const ASSETS: Record<string, { type: string; body: string }> = {
   'dashboard.css': { type: 'text/css; charset=utf-8', body: STYLE },
   'dashboard.js': { type: 'text/javascript; charset=utf-8', body: SCRIPT },
+  'icon.svg': { type: 'image/svg+xml', body: ICON },
 };

@@ -13,6 +13,7 @@ import {
   Post,
   Query,
   Req,
+  Res,
   UnsupportedMediaTypeException,
 } from '@nestjs/common';
 import { JobHealth } from '../nest/health.js';
@@ -20,7 +21,7 @@ import { PeriodicRegistry } from '../nest/registry.js';
 import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from '../scheduler/errors.js';
 import { ASSETS } from './assets.js';
 import { DASHBOARD_OPTIONS, type PeriodicDashboardAccess, type ResolvedDashboardOptions } from './options.js';
-import { jobPage, listPage, type PageContext } from './pages.js';
+import { jobPage, listPage, notFoundPage, type PageContext } from './pages.js';
 import { jobDetailOf, jobsOf, servingReplica } from './views.js';
 
 const HTML = 'text/html; charset=utf-8';
@@ -55,8 +56,17 @@ export class DashboardController {
   @Get('jobs/:name')
   @Header('Content-Type', HTML)
   @Header('Cache-Control', 'no-store')
-  async jobPage(@Req() request: AnyRequest, @Param('name') name: string): Promise<string> {
+  async jobPage(
+    @Req() request: AnyRequest,
+    @Res({ passthrough: true }) response: { status(code: number): unknown },
+    @Param('name') name: string,
+  ): Promise<string> {
     const access = await this.#allowed(request);
+    // A link kept from before the job was removed or renamed: a page that says so, and leads back to the list.
+    if (!this.registry.has(name)) {
+      response.status(404);
+      return notFoundPage(name, this.#page(request, access, 2));
+    }
     const [job, runs, audit] = await this.#read(name, () =>
       Promise.all([
         jobDetailOf(this.registry, this.#health, name),
@@ -73,6 +83,14 @@ export class DashboardController {
   async style(@Req() request: AnyRequest): Promise<string> {
     await this.#allowed(request);
     return ASSETS['dashboard.css'].body;
+  }
+
+  @Get('assets/icon.svg')
+  @Header('Content-Type', ASSETS['icon.svg'].type)
+  @Header('Cache-Control', 'no-cache')
+  async icon(@Req() request: AnyRequest): Promise<string> {
+    await this.#allowed(request);
+    return ASSETS['icon.svg'].body;
   }
 
   @Get('assets/dashboard.js')
@@ -145,7 +163,7 @@ export class DashboardController {
       );
     }
     if (crossSite(request)) throw new ForbiddenException('a request from another site is refused');
-    const note = noteOf(body, action);
+    const note = noteOf(body);
     const actor = await this.options.actor(request);
     if (actor !== null && actor !== undefined && typeof actor !== 'string') {
       throw new Error(
@@ -154,7 +172,7 @@ export class DashboardController {
     }
     const by = actor === null || actor === undefined || actor === '' ? {} : { by: actor };
     return this.#read(name, async () => {
-      if (action === 'trigger') return this.registry.trigger(name, by);
+      if (action === 'trigger') return this.registry.trigger(name, { ...by, ...note });
       await this.registry[action as 'pause' | 'resume'](name, { ...by, ...note });
       return { ok: true };
     });
@@ -252,8 +270,8 @@ function crossSite({ headers }: AnyRequest): boolean {
   }
 }
 
-/** The note of a pause or a resume, from the JSON body: `{}` or `{ "note": "…" }`. */
-function noteOf(body: unknown, action: string): { note?: string } {
+/** The note of an action, for the audit trail, from the JSON body: `{}` or `{ "note": "…" }`. */
+function noteOf(body: unknown): { note?: string } {
   // An empty body is `{}` (Express), but `null` is a body that is not an object, on every platform.
   const given = body === undefined ? {} : body;
   if (typeof given !== 'object' || given === null || Array.isArray(given)) {
@@ -267,9 +285,6 @@ function noteOf(body: unknown, action: string): { note?: string } {
     throw new BadRequestException(`unknown field "${unknown[0]}" in the body: it may hold only "note"`);
   }
   if (note === undefined) return {};
-  if (action === 'trigger') {
-    throw new BadRequestException('a trigger takes no note: only a pause or a resume is explained by one');
-  }
   if (typeof note !== 'string') {
     throw new BadRequestException(`"note" must be a string, got ${describeValue(note)}`);
   }

@@ -58,13 +58,13 @@ export function jobPage(
   const body = `
 <nav><a href="${page.root}">All jobs</a></nav>
 <main data-job="${esc(job.name)}">
-  <h1>${esc(job.name)}</h1>
+  <h1>${breakable(job.name)}</h1>
   ${intro(page, job.exclusive ? 'exclusive: one replica runs it at a time; this page shows and operates the fleet’s job' : 'not exclusive: every process runs it; this page shows and operates this process’s')}
   <dl class="summary" data-live="summary">${summary(job, page)}</dl>
   ${page.access === 'operate' ? actions(job) : ''}
   <section aria-labelledby="runs-title">
     <h2 id="runs-title">Runs</h2>
-    <div data-live="runs">${chart(runs)}${runsTable(runs, page)}</div>
+    <div data-live="runs">${chart(runs, page.now)}${runsTable(runs, page)}</div>
   </section>
   <section aria-labelledby="audit-title">
     <h2 id="audit-title">Audit trail</h2>
@@ -78,6 +78,16 @@ export function jobPage(
   </section>
 </main>`;
   return document(`${job.name} · Periodic jobs`, body, page);
+}
+
+export function notFoundPage(name: string, page: PageContext): string {
+  const body = `
+<nav><a href="${page.root}">All jobs</a></nav>
+<main>
+  <h1>No job named ${breakable(name)}</h1>
+  <p>It was removed, or renamed by a deploy, since this address was made. The list shows the jobs there are.</p>
+</main>`;
+  return document(`No job named ${name} · Periodic jobs`, body, page);
 }
 
 function optionText(key: string, value: unknown): string {
@@ -94,7 +104,7 @@ function document(title: string, body: string, page: PageContext): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
 <title>${esc(title)}</title>
-<link rel="icon" href="data:,">
+<link rel="icon" href="${page.root}/assets/icon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="${page.root}/assets/dashboard.css">
 <script src="${page.root}/assets/dashboard.js" defer></script>
 </head>
@@ -128,7 +138,7 @@ function jobRow(job: PeriodicDashboardJob, page: PageContext): string {
     ['Health', health(job)],
   ];
   return `<tr role="row" data-job="${esc(job.name)}">
-<th scope="row" role="rowheader" data-label="Job"><a href="${href}">${esc(job.name)}</a></th>
+<th scope="row" role="rowheader" data-label="Job"><a href="${href}">${breakable(job.name)}</a></th>
 ${cells.map(([label, html]) => `<td role="cell" data-label="${label}" data-live="${label}">${html}</td>`).join('')}
 ${page.access === 'operate' ? `<td role="cell" data-label="Actions" class="needs-script">${actionControls(job)}</td>` : ''}
 </tr>`;
@@ -142,7 +152,7 @@ function actions(job: PeriodicDashboardJob): string {
 function actionControls(job: PeriodicDashboardJob): string {
   const name = esc(job.name);
   return `<div class="controls">
-<input type="text" name="note" maxlength="1000" placeholder="Note (optional)" aria-label="Note for pausing or resuming ${name}">
+<input type="text" name="note" maxlength="1000" placeholder="Note (optional)" aria-label="Note on the next action on ${name}, for the audit trail">
 <button type="button" data-action="trigger">Trigger</button>
 <button type="button" data-action="pause">Pause</button>
 <button type="button" data-action="resume">Resume</button>
@@ -171,10 +181,23 @@ function summary(job: PeriodicDashboardJob, page: PageContext): string {
 }
 
 function schedule(job: PeriodicDashboardJob, page: PageContext): string {
-  const { text, next } = job.schedule;
+  const { text, next, timezone } = job.schedule;
   if (next.length === 0) return esc(text);
-  const times = next.map((date) => `<li>${time(date.getTime(), page.now)}</li>`).join('');
-  return `<code>${esc(text)}</code><ul class="next" aria-label="Next times">${times}</ul>`;
+  const clock = new Intl.DateTimeFormat('en-GB', {
+    weekday: 'short',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+    timeZone: timezone!,
+  });
+  const times = next
+    .map((date) => {
+      const at = date.getTime();
+      const iso = date.toISOString();
+      return `<li><time datetime="${iso}" title="${iso.replace('T', ' ').slice(0, 19)} UTC">${clock.format(date).replace(' ', NBSP)}</time> <small>${relative(at - page.now)}</small></li>`;
+    })
+    .join('');
+  return `<code>${breakable(text)}</code><ul class="next" aria-label="Next times, in ${esc(timezone!)}">${times}</ul>`;
 }
 
 function state(job: PeriodicDashboardJob, page: PageContext): string {
@@ -197,10 +220,18 @@ function holder(job: PeriodicDashboardJob): string {
   return `${esc(held.replica)} <small>token ${held.fencingToken}</small>`;
 }
 
+/**
+ * The latest run: the history's (the fleet's, for an exclusive job), or, without a history (`history: false`),
+ * the last end this process saw.
+ */
 function lastRun(job: PeriodicDashboardJob, page: PageContext): string {
   const run = job.lastRun;
-  if (run === null) return 'never';
-  return `${result(run)} ${run.durationMs === null ? '' : lasted(run.durationMs)} <small>${time(run.startedAt.getTime(), page.now)}</small>`;
+  if (run !== null) {
+    return `${result(run.reason)} ${run.durationMs === null ? '' : lasted(run.durationMs)} <small>${time(run.startedAt.getTime(), page.now)}</small>`;
+  }
+  const ended = job.status.lastFinished;
+  if (ended === null) return 'never';
+  return `${result(ended.reason)} ${lasted(ended.durationMs)} <small>${time(ended.at.getTime(), page.now)}</small>`;
 }
 
 function health(job: PeriodicDashboardJob): string {
@@ -218,66 +249,111 @@ function counts(job: PeriodicDashboardJob): string {
   return esc(shown);
 }
 
-function result(run: PeriodicRunRecord): string {
-  const reason = run.reason ?? 'running';
-  return `<span class="reason reason-${reason}">${reason}</span>`;
+/** An exit reason as a coloured label; null: a run in flight. */
+function result(reason: PeriodicRunRecord['reason']): string {
+  const shown = reason ?? 'running';
+  return `<span class="reason reason-${shown}">${shown}</span>`;
 }
 
 function runsTable(runs: PeriodicRunRecord[], page: PageContext): string {
   if (runs.length === 0) return '<p>No runs yet.</p>';
-  const rows = runs
-    .map(
-      (run) => `<tr>
-<td>${time(run.startedAt.getTime(), page.now)}</td>
-<td class="wide">${run.slot === null ? '—' : time(run.slot.getTime(), page.now)}</td>
-<td>${run.origin}${run.attempt > 1 ? ` <small>attempt ${run.attempt}</small>` : ''}</td>
-<td class="wide">${esc(run.replica)}${run.fencingToken === null ? '' : ` <small>token ${run.fencingToken}</small>`}</td>
-<td>${result(run)}</td>
-<td>${run.durationMs === null ? '—' : lasted(run.durationMs)}</td>
-<td class="text">${run.error === null ? '' : esc(run.error.message === '' ? run.error.name : `${run.error.name}: ${run.error.message}`)}</td>
-</tr>`,
-    )
-    .join('');
-  return `<div class="scroll" role="region" aria-label="Runs, newest first" tabindex="0"><table>
-<caption class="hidden">The latest runs, newest first</caption>
-<thead><tr><th scope="col">Started</th><th scope="col" class="wide">Slot</th><th scope="col">Origin</th><th scope="col" class="wide">Replica</th>
-<th scope="col">Result</th><th scope="col">Duration</th><th scope="col">Error</th></tr></thead>
-<tbody>${rows}</tbody></table></div>`;
+  const rows = runs.map((run) => ({
+    head: time(run.startedAt.getTime(), page.now),
+    cells: [
+      ['Slot', run.slot === null ? '—' : time(run.slot.getTime(), page.now)],
+      ['Origin', `${run.origin}${run.attempt > 1 ? ` <small>attempt ${run.attempt}</small>` : ''}`],
+      [
+        'Replica',
+        `${esc(run.replica)}${run.fencingToken === null ? '' : ` <small>token ${run.fencingToken}</small>`}`,
+      ],
+      ['Result', result(run.reason)],
+      ['Duration', run.durationMs === null ? '—' : lasted(run.durationMs)],
+      [
+        'Error',
+        run.error === null
+          ? ''
+          : esc(run.error.message === '' ? run.error.name : `${run.error.name}: ${run.error.message}`),
+      ],
+    ] satisfies Cell[],
+  }));
+  return cardTable('Runs, newest first', 'The latest runs, newest first', 'Started', rows);
 }
 
 function auditTable(entries: PeriodicAuditEntry[], page: PageContext): string {
   if (entries.length === 0) return '<p>No pause, resume or trigger yet.</p>';
-  const rows = entries
-    .map(
-      (entry) => `<tr><td>${time(entry.at.getTime(), page.now)}</td><td>${entry.action}</td>
-<td>${entry.by === null ? '—' : esc(entry.by)}</td><td class="text">${entry.note === null ? '' : esc(entry.note)}</td><td class="wide">${esc(entry.replica)}</td></tr>`,
-    )
-    .join('');
-  return `<div class="scroll" role="region" aria-label="Audit trail, newest first" tabindex="0"><table>
-<caption class="hidden">Who paused, resumed or triggered the job, newest first</caption>
-<thead><tr><th scope="col">When</th><th scope="col">Action</th><th scope="col">By</th><th scope="col">Note</th><th scope="col" class="wide">Replica</th></tr></thead>
-<tbody>${rows}</tbody></table></div>`;
+  const rows = entries.map((entry) => ({
+    head: time(entry.at.getTime(), page.now),
+    cells: [
+      ['Action', entry.action],
+      ['By', entry.by === null ? '—' : esc(entry.by)],
+      ['Note', entry.note === null ? '' : esc(entry.note)],
+      ['Replica', esc(entry.replica)],
+    ] satisfies Cell[],
+  }));
+  return cardTable(
+    'Audit trail, newest first',
+    'Who paused, resumed or triggered the job, newest first',
+    'When',
+    rows,
+  );
 }
+
+/**
+ * A table of entries, newest first, each row headed by its time: one line per entry on a wide screen (scrolled
+ * sideways where it is wider), a card per entry on a phone, each cell with its column's name (`data-label`).
+ */
+function cardTable(
+  label: string,
+  caption: string,
+  first: string,
+  rows: { head: string; cells: Cell[] }[],
+): string {
+  const columns = [first, ...rows[0].cells.map(([column]) => column)];
+  return `<div class="scroll" role="region" aria-label="${label}" tabindex="0"><table class="cards" role="table">
+<caption class="hidden">${caption}</caption>
+<thead role="rowgroup"><tr role="row">${columns.map((column) => `<th scope="col" role="columnheader"${CELL_CLASS[column] ?? ''}>${column}</th>`).join('')}</tr></thead>
+<tbody role="rowgroup">${rows
+    .map(
+      ({ head, cells }) =>
+        `<tr role="row"><th scope="row" role="rowheader" data-label="${first}">${head}</th>${cells
+          .map(
+            ([column, html]) =>
+              `<td role="cell" data-label="${column}"${CELL_CLASS[column] ?? ''}>${html}</td>`,
+          )
+          .join('')}</tr>`,
+    )
+    .join('\n')}</tbody></table></div>`;
+}
+
+/** The runs' and audit's cells that wrap (`text`), and those a phone leaves out, where the card is short of room (`wide`). */
+const CELL_CLASS: Record<string, string> = {
+  Error: ' class="text"',
+  Note: ' class="text"',
+  Slot: ' class="wide"',
+  Replica: ' class="wide"',
+};
+
+/** A cell of a table: its column's name, and its HTML. */
+type Cell = [column: string, html: string];
 
 /**
  * The durations of the runs, oldest on the left, as an SVG bar chart coloured by exit reason. Each bar has a
  * title (a tooltip, and what a screen reader says); the table below it holds the same data.
  */
-function chart(runs: PeriodicRunRecord[]): string {
+function chart(runs: PeriodicRunRecord[], now: number): string {
   if (runs.length === 0) return '';
   const shown = [...runs].reverse();
-  const longest = Math.max(0, ...shown.map((run) => run.durationMs ?? 0));
+  // A run in flight is as tall as it has run so far, and paler: it has no duration yet.
+  const duration = (run: PeriodicRunRecord) => run.durationMs ?? Math.max(0, now - run.startedAt.getTime());
+  const longest = Math.max(0, ...shown.map(duration));
   // Room for 50 bars, whatever their number: a few runs make thin bars on the left, not blocks.
   const [bar, gap, height] = [10, 2, 120];
   const width = Math.max(shown.length, 50) * (bar + gap);
   const bars = shown
     .map((run, index) => {
       const reason = run.reason ?? 'running';
-      const tall =
-        run.durationMs === null
-          ? height
-          : Math.max(2, Math.round((run.durationMs / (longest || 1)) * height));
-      const what = `${run.startedAt.toISOString()}: ${reason}${run.durationMs === null ? '' : `, ${lasted(run.durationMs)}`}`;
+      const tall = Math.max(2, Math.round((duration(run) / (longest || 1)) * height));
+      const what = `${run.startedAt.toISOString()}: ${reason}${run.durationMs === null ? `, ${lasted(duration(run))} so far` : `, ${lasted(run.durationMs)}`}`;
       return `<rect class="bar reason-${reason}" x="${index * (bar + gap)}" y="${height - tall}" width="${bar}" height="${tall}"><title>${esc(what)}</title></rect>`;
     })
     .join('');
@@ -322,6 +398,11 @@ function relative(ms: number): string {
             : `${Math.round(size / 86_400_000)} d`;
   const said = words === 'now' ? 'now' : ms < 0 ? `${words} ago` : `in ${words}`;
   return said.replaceAll(' ', NBSP);
+}
+
+/** Text as HTML that a narrow column may break after a `.`, `/` or `_` (a job's name, a time zone). */
+function breakable(text: string): string {
+  return esc(text).replace(/([./_])(?=.)/g, '$1<wbr>');
 }
 
 /** Text as HTML: every character that could open markup or end an attribute, escaped. */

@@ -12,7 +12,8 @@ import type { ResolvedPeriodicOptions } from '../scheduler/options.js';
 export interface PeriodicDashboardJob {
   name: string;
   exclusive: boolean;
-  schedule: { text: string; next: Date[] };
+  /** The schedule in words; a cron job's next three slots, and its time zone (null for `every` jobs). */
+  schedule: { text: string; next: Date[]; timezone: string | null };
   /** The job's `status()` in this process; a run's error as the history keeps it (`history.errors`). */
   status: PeriodicJobStatus;
   /** An exclusive job's `fleetStatus()`; null for the others. */
@@ -93,7 +94,7 @@ export function servingReplica(registry: PeriodicRegistry): string | null {
 function scheduleOf(options: ResolvedPeriodicOptions): PeriodicDashboardJob['schedule'] {
   if (options.cron === undefined) {
     const after = options.delayMode === 'shifted' ? ' after each run' : '';
-    return { text: `every ${span(options.every)}${after}`, next: [] };
+    return { text: `every ${span(options.every)}${after}`, next: [], timezone: null };
   }
   const timezone = options.timezone!;
   const calendar = Calendar.of(`job "${options.name}"`, options.cron, timezone);
@@ -105,7 +106,7 @@ function scheduleOf(options: ResolvedPeriodicOptions): PeriodicDashboardJob['sch
     after = slot;
   }
   calendar.release();
-  return { text: `${options.cron} ${timezone}`, next };
+  return { text: `${options.cron} ${timezone}`, next, timezone };
 }
 
 /** A length of time in words, exact: `250 ms`, `1.5 s`, `5 s`, `1 min 30 s`, `2 h`. */

@@ -151,7 +151,7 @@ export class PeriodicRegistry {
    * Performs one tick of the job now, in auto or manual mode, as a manual tick does (guard, overlap policy,
    * events); the grid does not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
-  async trigger(name: string, options?: Pick<PeriodicOperationOptions, 'by'>): Promise<TickResult> {
+  async trigger(name: string, options?: PeriodicOperationOptions): Promise<TickResult> {
     return this.entry(name, 'trigger').scheduler.trigger(options);
   }
 

@@ -43,11 +43,7 @@ export function operation(
   replica: string,
 ): PeriodicOperation {
   const where = `${action}() of job "${name}"`;
-  // A trigger has no note: it is not a state that lasts, to be explained.
-  const given =
-    action === 'trigger'
-      ? checkedOptions(where, options ?? {}, { by: RULES.by }, "{ by: 'alice' }")
-      : checkedOptions(where, options ?? {}, RULES, "{ by: 'alice', note: 'maintenance' }");
+  const given = checkedOptions(where, options ?? {}, RULES, "{ by: 'alice', note: 'maintenance' }");
   const { by = null, note = null } = given as PeriodicOperationOptions;
   return { action, by, note, replica, at: Date.now() };
 }

@@ -899,7 +899,7 @@ export class PeriodicScheduler {
    * Performs one tick now, in either mode, as a manual tick does (guard, overlap policy, events); the grid does
    * not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
-  async trigger(options?: Pick<PeriodicOperationOptions, 'by'>): Promise<TickResult> {
+  async trigger(options?: PeriodicOperationOptions): Promise<TickResult> {
     const asked = operation(this.name, 'trigger', options, this.#replica);
     const carrier = this.#carrier;
     const result = carrier === undefined ? await this.#trigger() : await this.#triggerHolder(carrier, asked);

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { gzipSync } from 'node:zlib';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PeriodicConfigError } from 'nestjs-periodic';
 import { PeriodicDashboardModule } from 'nestjs-periodic/dashboard';
 import { rootFrom } from '../../lib/dashboard/controller.js';
@@ -98,12 +99,22 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     expect((await post('/api/jobs/Cleanup.purge/resume', {}, { 'x-user': 'ops@example.com' })).status).toBe(
       200,
     );
-    const triggered = await post('/api/jobs/Reports.nightly/trigger', {});
+    const triggered = await post(
+      '/api/jobs/Reports.nightly/trigger',
+      { note: 'rerun after the fix' },
+      { 'x-user': 'ops@example.com' },
+    );
     expect(await triggered.json()).toEqual({ ok: true, jobId: expect.any(Number) });
     const audit = await read(await call('/api/jobs/Cleanup.purge/audit'));
     expect(audit.map(({ action, by, note }) => [action, by, note])).toEqual([
       ['resume', 'ops@example.com', null],
       ['pause', 'ops@example.com', 'migrating'],
+    ]);
+    // A trigger's audit entry is written beside its run, once the run has started.
+    const triggers = async () => read(await call('/api/jobs/Reports.nightly/audit'));
+    for (let waited = 0; (await triggers()).length === 0 && waited < 5000; waited += 20) await sleep(20);
+    expect((await triggers()).map(({ action, by, note }) => [action, by, note])).toEqual([
+      ['trigger', 'ops@example.com', 'rerun after the fix'],
     ]);
   });
 
@@ -134,7 +145,7 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     expect((await post('/api/jobs/Reports.nightly/pause', null)).status).toBe(400);
     expect((await post('/api/jobs/Reports.nightly/pause', { note: 5 })).status).toBe(400);
     expect((await post('/api/jobs/Reports.nightly/pause', { reason: 'x' })).status).toBe(400);
-    expect((await post('/api/jobs/Reports.nightly/trigger', { note: 'why' })).status).toBe(400);
+    expect((await post('/api/jobs/Reports.nightly/trigger', { note: 5 })).status).toBe(400);
     expect((await post('/api/jobs/Reports.nightly/stop', {})).status).toBe(404);
     expect((await post('/api/jobs/Nope/pause', {})).status).toBe(404);
     expect(served.registry.status('Reports.nightly').state).toBe('ticking');
@@ -176,7 +187,8 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     const purge = await (await call('/jobs/Cleanup.purge')).text();
     expect(purge).toMatch(/Durations of the last (run|\d+ runs), oldest first, longest 0\.\d+\u00a0ms/);
     const job = await (await call('/jobs/Feeds.import')).text();
-    expect(job).toContain('<h1>Feeds.import</h1>');
+    // The name may break after its dot in a narrow column.
+    expect(job).toContain('<h1>Feeds.<wbr>import</h1>');
     expect(job).toContain('href="../../periodic"');
   });
 });
@@ -256,13 +268,32 @@ describe('the dashboard module', () => {
     const served = await dashboardApp();
     try {
       const bodies = await Promise.all(
-        ['', '/jobs/Feeds.import', '/assets/dashboard.js', '/assets/dashboard.css'].map(async (path) =>
-          Buffer.from(await (await fetch(`${served.url}${path}`)).arrayBuffer()),
+        ['', '/jobs/Feeds.import', '/assets/dashboard.js', '/assets/dashboard.css', '/assets/icon.svg'].map(
+          async (path) => Buffer.from(await (await fetch(`${served.url}${path}`)).arrayBuffer()),
         ),
       );
       const gzipped = bodies.reduce((sum, body) => sum + gzipSync(body).length, 0);
       expect(gzipped).toBeLessThan(100_000);
       expect(gzipped).toBeGreaterThan(1000);
+    } finally {
+      await served.close();
+    }
+  });
+
+  it("without a history (history: false), the list's last run is the last end this process saw", async () => {
+    const served = await dashboardApp({ history: false });
+    try {
+      while (served.registry.status('Feeds.import').lastFinished === null) await sleep(20);
+      const [job] = (await read(await fetch(`${served.url}/api/jobs`))).filter(
+        ({ name }) => name === 'Feeds.import',
+      );
+      expect(job).toMatchObject({ lastRun: null, status: { lastFinished: { reason: expect.any(String) } } });
+      const list = await (await fetch(served.url)).text();
+      const cell = list.match(
+        /data-job="Feeds\.import"[\s\S]*?data-label="Last run"[^>]*>([\s\S]*?)<\/td>/,
+      )![1];
+      expect(cell).toMatch(/reason-(normal|error)/);
+      expect(cell).not.toContain('never');
     } finally {
       await served.close();
     }

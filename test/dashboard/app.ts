@@ -51,11 +51,16 @@ export const headerAccess: Pick<PeriodicDashboardOptions, 'access' | 'actor'> = 
 };
 
 export async function dashboardApp(
-  options: { platform?: 'express' | 'fastify'; prefix?: string; path?: string } = {},
+  options: { platform?: 'express' | 'fastify'; prefix?: string; path?: string; history?: false } = {},
 ): Promise<DashboardApp> {
   @Module({
     imports: [
-      PeriodicModule.forRoot({ logger: false, coordinator: new InMemoryCoordinator(), replica: 'web-1' }),
+      PeriodicModule.forRoot({
+        logger: false,
+        coordinator: new InMemoryCoordinator(),
+        replica: 'web-1',
+        ...(options.history === undefined ? {} : { history: options.history }),
+      }),
       PeriodicDashboardModule.forRoot({
         ...headerAccess,
         ...(options.path === undefined ? {} : { path: options.path }),

@@ -121,6 +121,8 @@ describe('the dashboard in Chromium', () => {
     await expect(chart.locator('rect.reason-error').count()).resolves.toBeGreaterThan(0);
     const runs = page.getByRole('region', { name: 'Runs, newest first' });
     await expect(runs.getByRole('row').count()).resolves.toBeGreaterThan(10);
+    // Each run's row is headed by when it started, as the audit trail's by when it was asked.
+    await expect(runs.getByRole('rowheader').count()).resolves.toBeGreaterThan(10);
     await expect(runs.getByText('Error: the feed answered 503').first().isVisible()).resolves.toBe(true);
     await expect(page.getByRole('heading', { name: 'Audit trail' }).isVisible()).resolves.toBe(true);
     await expect(page.locator('dl.options').textContent()).resolves.toContain('onOverlaprun');
@@ -153,9 +155,79 @@ describe('the dashboard in Chromium', () => {
     expect(box!.x + box!.width).toBeLessThanOrEqual(375);
     await page.goto(`${served.url}/jobs/Feeds.import`);
     await expect(width()).resolves.toBeLessThanOrEqual(375);
+    // Each run is a card, whose error reads whole on the screen, not in a table scrolled sideways.
+    const error = page
+      .getByRole('region', { name: 'Runs, newest first' })
+      .getByText('Error: the feed answered 503');
+    const shown = await error.first().boundingBox();
+    expect(shown!.x + shown!.width).toBeLessThanOrEqual(375);
     await page.screenshot({ path: join(shots, 'dashboard-job-phone.png'), fullPage: true });
     await context.close();
     expect(problems).toEqual([]);
+  }, 60_000);
+
+  it("from a tablet to a wide screen: no column too narrow for its words, a row's buttons on one line", async () => {
+    for (const width of [961, 1024, 1120, 1200, 1440]) {
+      const { context, page } = await open({ width });
+      await page.goto(served.url);
+      // A word wider than its cell overflows it: the cell's content is wider than the cell.
+      const layout = await page.evaluate<{
+        scrolled: number;
+        overflowing: string[];
+        buttonRows: number[];
+      }>(`({
+        scrolled: document.documentElement.scrollWidth,
+        overflowing: [...document.querySelectorAll('table.jobs th, table.jobs td')]
+          .filter((cell) => cell.scrollWidth > cell.clientWidth + 1)
+          .map((cell) => cell.textContent.trim().slice(0, 30)),
+        buttonRows: [...document.querySelectorAll('tr[data-job]')].map(
+          (row) => new Set([...row.querySelectorAll('button')].map((button) => button.getBoundingClientRect().top)).size,
+        ),
+      })`);
+      expect({ width, ...layout }).toEqual({
+        width,
+        scrolled: width,
+        overflowing: [],
+        buttonRows: layout.buttonRows.map(() => 1),
+      });
+      await context.close();
+    }
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it("under a Content-Security-Policy of 'self' the pages load whole, with no error", async () => {
+    const { context, page } = await open();
+    await context.route('**/*', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({
+        response,
+        headers: { ...response.headers(), 'content-security-policy': "default-src 'self'" },
+      });
+    });
+    await page.goto(served.url);
+    await expect(page.evaluate("document.documentElement.classList.contains('scripted')")).resolves.toBe(
+      true,
+    );
+    await page.goto(`${served.url}/jobs/Feeds.import`);
+    await page.getByRole('heading', { name: 'Feeds.import', level: 1 }).waitFor();
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it('a link to a job that is gone: a page that says so, and leads back to the list', async () => {
+    const { context, page } = await open();
+    const response = await page.goto(`${served.url}/jobs/Reports.gone`);
+    expect(response!.status()).toBe(404);
+    await page.getByRole('heading', { name: 'No job named Reports.gone' }).waitFor();
+    await page.getByRole('link', { name: 'All jobs' }).click();
+    await page.getByRole('heading', { name: 'Periodic jobs' }).waitFor();
+    await context.close();
+    // The browser reports the page's own 404, and nothing else.
+    expect(problems.splice(0)).toEqual([
+      expect.stringMatching(
+        /Reports\.gone: Failed to load resource: the server responded with a status of 404/,
+      ),
+    ]);
   }, 60_000);
 
   it('read-only: everything shown, no action offered, and an action sent anyway refused with 403', async () => {

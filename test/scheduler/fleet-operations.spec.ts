@@ -159,8 +159,8 @@ describe('a job that is not the fleet’s', () => {
     await expect(scheduler.pause({ by: 42 } as never)).rejects.toThrow(PeriodicConfigError);
     await expect(scheduler.pause({ by: 42 } as never)).rejects.toThrow(/pause\(\) of job "job".*"by".*42/);
     await expect(scheduler.resume({ who: 'x' } as never)).rejects.toThrow(/unknown option "who"/);
-    await expect(scheduler.trigger({ note: 'x' } as never)).rejects.toThrow(
-      /unknown option "note".*The options are: by\./,
+    await expect(scheduler.trigger({ why: 'x' } as never)).rejects.toThrow(
+      /unknown option "why".*The options are: by, note\./,
     );
     await expect(scheduler.audit({ limit: 0 })).rejects.toThrow(/"limit".*an integer from 1 to 100/);
     expect(scheduler.state).toBe('ticking');
