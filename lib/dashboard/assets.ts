@@ -47,12 +47,14 @@ dd { margin: 0; overflow-wrap: anywhere; }
 .scroll td.text { white-space: normal; min-width: 14rem; }
 /* Wide screens: the list's columns keep their widths, so that a row's buttons stay where they were; its buttons
    are a little smaller, to fit on one line beside the others. */
-@media (min-width: 70.01rem) {
+@media (min-width: 75.01rem) {
   table.jobs { table-layout: fixed; }
   table.jobs thead th { font-size: .9em; }
-  .col-job { width: 13%; } .col-schedule { width: 13%; } .col-state { width: 9%; } .col-holder { width: 12%; }
-  .col-next-tick { width: 7%; } .col-last-run { width: 10%; } .col-failures { width: 6.5%; }
-  .col-health { width: 8%; }
+  table.jobs th, table.jobs td { padding: .4rem; }
+  .col-job { width: 12.5%; } .col-schedule { width: 12.5%; } .col-state { width: 9%; } .col-holder { width: 12.5%; }
+  .col-next-tick { width: 8%; } .col-last-run { width: 10.5%; } .col-failures { width: 6.5%; }
+  .col-health { width: 7.5%; }
+  /* A word breaks only where it cannot fit at all (a very long replica name): the columns fit the usual ones. */
   table.jobs td, table.jobs tbody th { overflow-wrap: break-word; }
   table.jobs button { padding: .25rem .55rem; font-size: .9em; min-height: 2rem; }
 }
@@ -71,9 +73,9 @@ span.reason { color: #fff; padding: 0 .4rem; border-radius: .3rem; font-size: .8
 .announce { position: sticky; bottom: 0; margin: 1rem 0 0; background: var(--bg); }
 .announce:not(:empty) { padding: .5rem 0; border-top: 1px solid var(--line); }
 .announce.failed { color: var(--down); font-weight: 600; }
-/* Narrower screens: each job is a card, each cell a line with its column's name, two cards a row on a tablet and
+/* Up to 75rem (1200 px): each job is a card, each cell a line with its column's name, two cards a row on a tablet and
    one on a phone; the rows' roles keep the table's meaning. On a phone the runs and the audit trail are cards too. */
-@media (max-width: 70rem) {
+@media (max-width: 75rem) {
   table.jobs, table.jobs thead, table.jobs tbody, table.jobs tr, table.jobs th, table.jobs td { display: block; }
   table.jobs col { display: none; }
   table.jobs thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }

@@ -74,7 +74,8 @@ export class DashboardController {
         this.registry.audit(name),
       ]),
     );
-    return jobPage(job, runs, audit, this.#page(request, access, 2));
+    const recorded = this.registry.get(name).recordsRuns;
+    return jobPage(job, recorded ? runs : null, audit, this.#page(request, access, 2));
   }
 
   @Get('assets/dashboard.css')

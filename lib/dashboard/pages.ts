@@ -49,9 +49,10 @@ export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): strin
   return document('Periodic jobs', body, page);
 }
 
+/** `runs`: null when the module keeps no history (`history: false`). */
 export function jobPage(
   job: PeriodicDashboardJobDetail,
-  runs: PeriodicRunRecord[],
+  runs: PeriodicRunRecord[] | null,
   audit: PeriodicAuditEntry[],
   page: PageContext,
 ): string {
@@ -64,7 +65,11 @@ export function jobPage(
   ${page.access === 'operate' ? actions(job) : ''}
   <section aria-labelledby="runs-title">
     <h2 id="runs-title">Runs</h2>
-    <div data-live="runs">${chart(runs, page.now)}${runsTable(runs, page)}</div>
+    <div data-live="runs">${
+      runs === null
+        ? '<p>No history is kept: the module’s <code>history</code> option is <code>false</code>. The counts above are this process’s.</p>'
+        : chart(runs, page.now) + runsTable(runs, page)
+    }</div>
   </section>
   <section aria-labelledby="audit-title">
     <h2 id="audit-title">Audit trail</h2>
@@ -203,7 +208,7 @@ function schedule(job: PeriodicDashboardJob, page: PageContext): string {
 function state(job: PeriodicDashboardJob, page: PageContext): string {
   const { status, paused } = job;
   if (status.state === 'paused' || paused !== null) {
-    const by = paused?.by === null || paused === null ? '' : ` by ${esc(paused.by)}`;
+    const by = paused?.by === null || paused === null ? '' : ` by ${breakable(paused.by)}`;
     const note = paused?.note === null || paused === null ? '' : `: <q>${esc(paused.note)}</q>`;
     const at = paused === null ? '' : ` <small>${time(paused.at.getTime(), page.now)}</small>`;
     return `<span class="state paused">paused</span>${by}${note}${at}`;
@@ -400,9 +405,9 @@ function relative(ms: number): string {
   return said.replaceAll(' ', NBSP);
 }
 
-/** Text as HTML that a narrow column may break after a `.`, `/` or `_` (a job's name, a time zone). */
+/** Text as HTML that a narrow column may break after a `.`, `/`, `_` or `@` (a job's name, a time zone, an e-mail). */
 function breakable(text: string): string {
-  return esc(text).replace(/([./_])(?=.)/g, '$1<wbr>');
+  return esc(text).replace(/([./_@])(?=.)/g, '$1<wbr>');
 }
 
 /** Text as HTML: every character that could open markup or end an attribute, escaped. */

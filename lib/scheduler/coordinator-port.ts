@@ -83,7 +83,7 @@ export interface PeriodicOperation {
  * Times are wall-clock milliseconds since the epoch.
  */
 export interface PeriodicRunEntry {
-  /** Which run this is, unique in the fleet: a random prefix of the run's replica session, and its jobId. */
+  /** Which run this is, unique in the fleet and across jobs: its replica session's random prefix, and a count. */
   id: string;
   name: string;
   jobId: number;

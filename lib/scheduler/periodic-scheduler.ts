@@ -637,9 +637,9 @@ export class PeriodicScheduler {
    * while the lease is being handed over: the retry is its slot's work, which drains before the lease goes).
    */
   #retrying(): boolean {
-    return (
-      this.#phase === 'ticking' && !this.#paused && !this.#fleetPaused && this.#fleet?.lease.holding !== false
-    );
+    // A fleet's pause on its way to the store counts once the store has it: `pause()` cancels the retries then.
+    const paused = this.#paused || (this.#fleetPaused && this.#asking !== 'pause');
+    return this.#phase === 'ticking' && !paused && this.#fleet?.lease.holding !== false;
   }
 
   /** The slot of `failed` runs again in `inMs` ms: reported (`retrying`), and waited for. */
@@ -1084,6 +1084,11 @@ export class PeriodicScheduler {
     return entries.map((entry) => auditEntry(this.name, entry));
   }
 
+  /** @internal Whether the job records its runs: the module's `history` is not false. */
+  get recordsRuns(): boolean {
+    return this.#history !== false;
+  }
+
   /** @internal What a run's error shows, in the history and wherever else it is shown (the dashboard). */
   get errorsShown(): 'message' | 'name' {
     return this.#history === false ? HISTORY_DEFAULTS.errors : this.#history.errors;
@@ -1133,7 +1138,7 @@ export class PeriodicScheduler {
     const fleet = this.#recordsTo;
     const entry: PeriodicRunEntry = {
       // Only a store needs to tell the runs of the fleet apart: one in memory is its own object.
-      id: fleet === undefined ? '' : `${fleet.runIds}#${run.jobId}`,
+      id: fleet === undefined ? '' : fleet.runId(),
       name: this.name,
       jobId: run.jobId,
       replica: this.#replica,

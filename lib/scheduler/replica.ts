@@ -156,10 +156,12 @@ export class Replica {
   /** This replica's session: the owner of its leases in the store, new with each process. */
   readonly owner: string;
   /**
-   * Begins the ids of this session's runs in the store (`<runIds>#<jobId>`): 64 random bits, short because the
-   * store keeps a record of every run, and Redis's work to append one grows with its length.
+   * Begins the ids of this session's runs in the store: 64 random bits, short because the store keeps a record of
+   * every run, and Redis's work to append one grows with its length.
    */
-  readonly runIds = randomBytes(8).toString('base64url');
+  readonly #runIds = randomBytes(8).toString('base64url');
+  /** The runs of this session's jobs given an id so far. */
+  #runs = 0;
   readonly calls: StoreCalls;
   /** The leases of the replica's jobs, by job name. */
   private readonly leases = new Map<string, Lease>();
@@ -616,6 +618,14 @@ export class Replica {
       if (!lease.owned && lease.phase === 'competing' && lease.fencingToken !== 0) lease.phase = 'handing';
       else if (lease.owned && lease.phase === 'handing') lease.phase = 'competing';
     }
+  }
+
+  /**
+   * @internal The id of a new run of one of this replica's jobs in the store, unique in the fleet: the session's
+   * and a count of its runs, of every job (a jobId counts the runs of one job only).
+   */
+  runId(): string {
+    return `${this.#runIds}#${++this.#runs}`;
   }
 
   /** @internal Gives up a lease handed over whose job is idle, for its new owner to take. */

@@ -294,6 +294,9 @@ describe('the dashboard module', () => {
       )![1];
       expect(cell).toMatch(/reason-(normal|error)/);
       expect(cell).not.toContain('never');
+      // Its page says why it lists no run.
+      const page = await (await fetch(`${served.url}/jobs/Feeds.import`)).text();
+      expect(page).toContain('No history is kept');
     } finally {
       await served.close();
     }

@@ -259,6 +259,44 @@ describeRedis('clients of every shape behave as a default client', () => {
   });
 });
 
+describeRedis('one application with several exclusive jobs', () => {
+  const createApp = useApps();
+  const prefix = uniquePrefix();
+  const client = redisClient();
+  afterAll(async () => {
+    await dropKeys(client, prefix);
+    await client.quit();
+  });
+
+  it("keeps each job's history apart: a run's start is replaced by its own end, never another job's", async () => {
+    const coordinator = new RedisCoordinator({ client, keyPrefix: prefix, leaseMs: 3000 });
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ coordinator, logger: false })] });
+    // Runs that end after the turn they started in: each one's start is recorded, then replaced by its end.
+    app.registry.add('fast', () => new Promise((resolve) => setTimeout(resolve, 0)), {
+      every: 500,
+      exclusive: true,
+    });
+    app.registry.add('slow', () => new Promise((resolve) => setTimeout(resolve, 200)), {
+      every: 500,
+      exclusive: true,
+    });
+    let slowRuns = 0;
+    await new Promise<void>((resolve) =>
+      app.events.on('finished', ({ name }) => {
+        if (name === 'slow' && ++slowRuns === 8) resolve();
+      }),
+    );
+    const [fast, slow] = await Promise.all([app.registry.history('fast'), app.registry.history('slow')]);
+    expect(slow.length).toBeGreaterThanOrEqual(8);
+    // The two jobs number their runs 1, 2, 3 … each: their records in the store are told apart all the same.
+    expect(slow.filter((run) => run.reason !== null && run.durationMs! < 150)).toEqual([]);
+    for (const history of [fast, slow]) {
+      expect(history.filter((run) => run.reason === null).length).toBeLessThanOrEqual(1);
+      expect(new Set(history.map((run) => run.jobId)).size).toBe(history.length);
+    }
+  }, 30_000);
+});
+
 describeRedis('two applications with one exclusive job', () => {
   const createApp = useApps();
   const clients: Redis[] = [];

@@ -264,6 +264,34 @@ describe('retries', () => {
     await scheduler.stop();
   });
 
+  it("a fleet's pause asked by a retrying listener, and refused, leaves the retry to come", async () => {
+    const coordinator = new InMemoryCoordinator({ leaseMs: 3000 });
+    const log = new EventLog();
+    let pausing: Promise<void> | undefined;
+    const scheduler = new PeriodicScheduler(
+      {
+        name: 'job',
+        every: 60_000,
+        exclusive: true,
+        coordinator,
+        retry: { attempts: 1, backoff: { initial: 500, factor: 1, max: 500 } },
+        run: fails(1),
+      },
+      (event) => {
+        log.sink(event);
+        if (event.type === 'retrying') pausing = scheduler.pause().catch(() => undefined);
+      },
+    );
+    scheduler.start();
+    jest.spyOn(coordinator, 'operate').mockRejectedValueOnce(new Error('connection reset'));
+    await advance(60_000);
+    await pausing;
+    await advance(600);
+    expect(log.of('started').map(({ jobId }) => jobId)).toEqual([1, 2]);
+    expect(scheduler.status()).toMatchObject({ state: 'ticking', consecutiveFailures: 0 });
+    await scheduler.stop();
+  });
+
   it('a lease handed over to a replica that joins waits for the retry of its slot, which runs before it goes', async () => {
     const store = new InMemoryCoordinator({ leaseMs: 3000 });
     const replicas = ['r1', 'r2'].map(
