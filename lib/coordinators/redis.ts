@@ -134,17 +134,22 @@ end
 `;
 
 /**
- * CHUNKED(command, key, items) calls the command with the key (none if nil) and the items, in steps of at most
- * 960 items (Lua's unpack has a limit), and returns the replies of the steps one after the other: a batch
- * reads or writes the fields and keys of all its jobs in a few calls, rather than a few per job.
+ * CHUNKED(command, key, items, first, last) calls the command with the key (none if nil) and items `first` to
+ * `last` (all of them by default), in steps of at most 960 items (Lua's unpack has a limit), and returns the
+ * replies of the steps one after the other: a batch reads or writes the fields and keys of all its jobs in a few
+ * calls, rather than a few per job. `items` may be ARGV itself, whose arguments then go to the command as they
+ * came, with no table made of them.
  */
-const CHUNKED = `local function chunked(command, key, items)
+const CHUNKED = `local function chunked(command, key, items, first, last)
+  first, last = first or 1, last or #items
+  local function call(from, to)
+    if key then return redis.call(command, key, unpack(items, from, to)) end
+    return redis.call(command, unpack(items, from, to))
+  end
+  if last - first < 960 then return last < first and {} or call(first, last) end
   local replies = {}
-  for from = 1, #items, 960 do
-    local to = math.min(from + 959, #items)
-    local reply
-    if key then reply = redis.call(command, key, unpack(items, from, to))
-    else reply = redis.call(command, unpack(items, from, to)) end
+  for from = first, last, 960 do
+    local reply = call(from, math.min(from + 959, last))
     if type(reply) == 'table' then
       for i = 1, #reply do replies[#replies + 1] = reply[i] end
     end
@@ -348,28 +353,17 @@ end
  * a key per job. A write taken of a job the fleet has paused answers 2: the field `paused` lists their names (a
  * JSON array), read once per batch. The records of runs ride with the writes: one script for both.
  */
-const WRITE_SCHEDULES = `${RECORD}
+const WRITE_SCHEDULES = `${CHUNKED}${RECORD}
 local writes, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
 local reads, sets, tokens = 3, 3 + 2 * writes, 3 + 6 * writes
 local grids = tokens + writes + 1
 record(keep, grids + 1 + 3 * tonumber(ARGV[grids]))
 if writes == 0 then return {} end
-local function inSteps(command, from, to)
-  if to - from < 960 then return redis.call(command, KEYS[1], unpack(ARGV, from + 1, to)) end
-  local replies = {}
-  for at = from, to - 1, 960 do
-    local reply = redis.call(command, KEYS[1], unpack(ARGV, at + 1, math.min(at + 960, to)))
-    if type(reply) == 'table' then
-      for i = 1, #reply do replies[#replies + 1] = reply[i] end
-    end
-  end
-  return replies
-end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local member = redis.call('HGET', KEYS[1], 'member:' .. ARGV[1])
 local live = member and tonumber(string.sub(member, 1, string.find(member, '\t', 1, true) - 1)) > nowMs
-local held = inSteps('HMGET', reads, sets)
+local held = chunked('HMGET', KEYS[1], ARGV, reads + 1, sets)
 local taken, all = {}, true
 for i = 1, writes do
   if live and held[2 * i - 1] == ARGV[tokens + i] and tonumber(ARGV[sets + 4 * i - 2]) >= tonumber(held[2 * i] or '0') then
@@ -387,7 +381,7 @@ if paused and paused ~= '[]' then
   end
 end
 local stored = {}
-if all then inSteps('HSET', sets, tokens)
+if all then chunked('HSET', KEYS[1], ARGV, sets + 1, tokens)
 else
   for i = 1, writes do
     if taken[i] ~= 0 then
@@ -398,7 +392,7 @@ end
 for at = grids + 1, grids + 3 * tonumber(ARGV[grids]), 3 do
   if taken[tonumber(ARGV[at])] ~= 0 then stored[#stored + 1], stored[#stored + 2] = ARGV[at + 1], ARGV[at + 2] end
 end
-for from = 1, #stored, 960 do redis.call('HSET', KEYS[1], unpack(stored, from, math.min(from + 959, #stored))) end
+chunked('HSET', KEYS[1], stored)
 return taken`;
 
 /**
