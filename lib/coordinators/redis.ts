@@ -51,21 +51,47 @@ export interface RedisCoordinatorOptions {
 }
 
 /**
+ * A job's schedule is the field \`schedule:<name>\` of the hash: the fencing token of the lease it was last taken
+ * under, then, once the job has a schedule, its last and next slots (\`<token> <last> <next>\`); its grid is the
+ * field \`grid:<name>\`, written only when it changes. A claim reads and writes that one field, and checks the
+ * token in it: each acquire stamps the field with its new token. SCHEDULE_OF(hash, name) returns the field's name
+ * and the token, last and next it holds (nil when missing); STAMP(hash, name, token) writes the new token into it,
+ * keeping the slots, and returns last and next.
+ */
+const SCHEDULE = `local function scheduleOf(hash, name)
+  local field = 'schedule:' .. name
+  local stored = redis.call('HGET', hash, field)
+  if not stored then return field end
+  local first = string.find(stored, ' ', 1, true)
+  if not first then return field, stored end
+  local second = string.find(stored, ' ', first + 1, true)
+  return field, string.sub(stored, 1, first - 1), string.sub(stored, first + 1, second - 1), string.sub(stored, second + 1)
+end
+local function stamp(hash, name, token)
+  local field, _, last, next = scheduleOf(hash, name)
+  redis.call('HSET', hash, field, last and (token .. ' ' .. last .. ' ' .. next) or token)
+  return last, next
+end
+`;
+
+/**
  * KEYS: lease key, the hash of the jobs' counters and schedules; ARGV: owner, leaseMs, job name. Takes the lease unless it is held; on
  * success the job's fencing token becomes the larger of the last one plus one and Redis's clock in
  * microseconds, so that it grows even when Redis lost the counters (a restart without persistence, FLUSHALL,
  * a failover). Returns the token, or 0 when the lease is held. Lua numbers are doubles: the token is stored
  * through string.format('%d'), exact up to 2^53.
  */
-const ACQUIRE = `if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+const ACQUIRE = `${SCHEDULE}
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return 0
 end
 local time = redis.call('TIME')
 local floor = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local field = 'token:' .. ARGV[3]
-local token = math.max(tonumber(redis.call('HGET', KEYS[2], field) or '0') + 1, floor)
-redis.call('HSET', KEYS[2], field, string.format('%d', token))
-return token`;
+local token = string.format('%d', math.max(tonumber(redis.call('HGET', KEYS[2], field) or '0') + 1, floor))
+redis.call('HSET', KEYS[2], field, token)
+stamp(KEYS[2], ARGV[3], token)
+return tonumber(token)`;
 
 /** KEYS: lease key; ARGV: owner, leaseMs. Extends the lease if the owner holds it still: 1, else 0. */
 const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -83,12 +109,12 @@ return 0`;
  * KEYS: lease key, the hash; ARGV: owner, fencing token, job name, last, next, grid. Stores the job's schedule
  * if the owner holds the lease with that token and \`last\` does not go back: 1, else 0.
  */
-const WRITE_SCHEDULE = `if redis.call('GET', KEYS[1]) ~= ARGV[1]
-  or redis.call('HGET', KEYS[2], 'token:' .. ARGV[3]) ~= ARGV[2]
-  or tonumber(ARGV[4]) < tonumber(redis.call('HGET', KEYS[2], 'last:' .. ARGV[3]) or '0') then
+const WRITE_SCHEDULE = `${SCHEDULE}
+local field, token, last = scheduleOf(KEYS[2], ARGV[3])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] or token ~= ARGV[2] or tonumber(ARGV[4]) < tonumber(last or '0') then
   return 0
 end
-redis.call('HSET', KEYS[2], 'last:' .. ARGV[3], ARGV[4], 'next:' .. ARGV[3], ARGV[5], 'grid:' .. ARGV[3], ARGV[6])
+redis.call('HSET', KEYS[2], field, ARGV[2] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5], 'grid:' .. ARGV[3], ARGV[6])
 return 1`;
 
 /** KEYS: a list; ARGV: how many. Its last items. */
@@ -97,8 +123,10 @@ const READ_LIST = `return redis.call('LRANGE', KEYS[1], -tonumber(ARGV[1]), -1)`
 /** KEYS: the hash; ARGV: fields. Their values (false for a missing one). */
 const READ_FIELDS = `return redis.call('HMGET', KEYS[1], unpack(ARGV))`;
 
-/** KEYS: the hash; ARGV: job name. The job's schedule as [last, next, grid], each nil if missing. */
-const READ_SCHEDULE = `return redis.call('HMGET', KEYS[1], 'last:' .. ARGV[1], 'next:' .. ARGV[1], 'grid:' .. ARGV[1])`;
+/** KEYS: the hash; ARGV: job name. The job's schedule as [last, next, grid], each false if missing. */
+const READ_SCHEDULE = `${SCHEDULE}
+local _, _, last, next = scheduleOf(KEYS[1], ARGV[1])
+return {last or false, next or false, redis.call('HGET', KEYS[1], 'grid:' .. ARGV[1])}`;
 
 /**
  * The members of the fleet, kept in the hash: the field `members` lists their owners, one per line, and the field
@@ -166,7 +194,7 @@ end
  * and per lease taken or not, its token (0 when not taken) and its schedule's last, next and grid (empty when
  * none); and the names of the jobs the fleet has paused, as JSON.
  */
-const HEARTBEAT = `${MEMBERS}${CHUNKED}
+const HEARTBEAT = `${MEMBERS}${CHUNKED}${SCHEDULE}
 local owner, leaseMs, renewing = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -196,11 +224,13 @@ for i = 1, #KEYS - 1 - renewing do
   local key, name = KEYS[1 + renewing + i], ARGV[names + renewing + i]
   if redis.call('SET', key, owner, 'NX', 'PX', leaseMs) then
     local field = 'token:' .. name
-    local token = math.max(tonumber(redis.call('HGET', KEYS[1], field) or '0') + 1, floor)
-    redis.call('HSET', KEYS[1], field, string.format('%d', token))
-    local schedule = redis.call('HMGET', KEYS[1], 'last:' .. name, 'next:' .. name, 'grid:' .. name)
-    acquired[#acquired + 1] = string.format('%d', token)
-    for j = 1, 3 do acquired[#acquired + 1] = schedule[j] or '' end
+    local token = string.format('%d', math.max(tonumber(redis.call('HGET', KEYS[1], field) or '0') + 1, floor))
+    redis.call('HSET', KEYS[1], field, token)
+    local last, next = stamp(KEYS[1], name, token)
+    acquired[#acquired + 1] = token
+    acquired[#acquired + 1] = last or ''
+    acquired[#acquired + 1] = next or ''
+    acquired[#acquired + 1] = last and redis.call('HGET', KEYS[1], 'grid:' .. name) or ''
   else
     for j = 1, 4 do acquired[#acquired + 1] = '' end
     acquired[#acquired - 3] = '0'
@@ -341,76 +371,83 @@ end
 
 /**
  * KEYS: the hash, then the history lists of the runs to record. ARGV: owner, the number of writes, keep; then, per
- * write, the fields it reads (`token:<name>`, `last:<name>`); per write, the fields it writes with their values
- * (`last:<name>`, last, `next:<name>`, next); per write, its token; the number of grids written, and per grid the
- * index of its write, `grid:<name>` and the grid (a job's grid goes again only under a new token); then the runs
- * to record (RECORD). The fields come ready-made and in the order the commands take them, so that a batch whose
- * writes are all taken, the common case, reads and writes the hash straight from ARGV and makes no string of its
- * own: Lua's strings and tables cost Redis more than its commands do. Writes each schedule as WRITE_SCHEDULE
- * does, a 1 or 0 for each, but for the check that the owner still holds the lease: it holds it while its member
- * record lives and the token is the job's latest. A heartbeat renews all the owner's leases with its record, to
- * the same expiry, and a lease taken by another has a later token; so one field is read for the batch rather than
- * a key per job. A write taken of a job the fleet has paused answers 2: the field `paused` lists their names (a
- * JSON array), read once per batch. The records of runs ride with the writes: one script for both.
+ * write, its schedule field (`schedule:<name>`); per write, the field's new value (`<token> <last> <next>`); per
+ * write, its token; per write, its last slot; the number of grids written, and per grid the index of its write,
+ * `grid:<name>` and the grid (a job's grid goes again only under a new token); then the runs to record (RECORD).
+ * A claim reads one field and writes it, and the arguments come ready-made, so that Lua makes one string of its
+ * own per claim (the last slot stored): Lua's strings cost Redis more than its commands do. Writes each schedule
+ * as WRITE_SCHEDULE does, a 1 or 0 for each, but for the check that the owner still holds the lease: it holds it
+ * while its member record lives and the token is the job's latest. A heartbeat renews all the owner's leases with
+ * its record, to the same expiry, and a lease taken by another has a later token; so one field is read for the
+ * batch rather than a key per job. A write taken of a job the fleet has paused answers 2: the field `paused`
+ * lists their names (a JSON array), read once per batch. The records of runs ride with the writes: one script for
+ * both.
  */
 const WRITE_SCHEDULES = `${CHUNKED}${RECORD}
 local writes, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
-local reads, sets, tokens = 3, 3 + 2 * writes, 3 + 6 * writes
-local grids = tokens + writes + 1
+local fields, values, tokens, lasts = 3, 3 + writes, 3 + 2 * writes, 3 + 3 * writes
+local grids = lasts + writes + 1
 record(keep, grids + 1 + 3 * tonumber(ARGV[grids]))
 if writes == 0 then return {} end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local member = redis.call('HGET', KEYS[1], 'member:' .. ARGV[1])
 local live = member and tonumber(string.sub(member, 1, string.find(member, '\t', 1, true) - 1)) > nowMs
-local held = chunked('HMGET', KEYS[1], ARGV, reads + 1, sets)
-local taken, all = {}, true
+local held = chunked('HMGET', KEYS[1], ARGV, fields + 1, fields + writes)
+local taken = {}
 for i = 1, writes do
-  if live and held[2 * i - 1] == ARGV[tokens + i] and tonumber(ARGV[sets + 4 * i - 2]) >= tonumber(held[2 * i] or '0') then
-    taken[i] = 1
-  else
-    taken[i], all = 0, false
+  local stored, token, ok = held[i], ARGV[tokens + i], false
+  -- The stored token is the field up to its first space, or all of it before the job has a schedule.
+  if live and stored and string.find(stored, token, 1, true) == 1 then
+    local after = string.byte(stored, #token + 1)
+    if after == nil then ok = true
+    elseif after == 32 then
+      local last = string.sub(stored, #token + 2, string.find(stored, ' ', #token + 2, true) - 1)
+      ok = tonumber(ARGV[lasts + i]) >= tonumber(last)
+    end
   end
+  taken[i] = ok and 1 or 0
 end
 local paused = redis.call('HGET', KEYS[1], 'paused')
 if paused and paused ~= '[]' then
   local names = {}
   for _, name in ipairs(cjson.decode(paused)) do names[name] = true end
   for i = 1, writes do
-    if taken[i] == 1 and names[string.sub(ARGV[reads + 2 * i - 1], 7)] then taken[i] = 2 end
+    if taken[i] == 1 and names[string.sub(ARGV[fields + i], 10)] then taken[i] = 2 end
   end
 end
-local stored = {}
-if all then chunked('HSET', KEYS[1], ARGV, sets + 1, tokens)
-else
-  for i = 1, writes do
-    if taken[i] ~= 0 then
-      for j = sets + 4 * i - 3, sets + 4 * i do stored[#stored + 1] = ARGV[j] end
-    end
-  end
+local stored, n = {}, 0
+for i = 1, writes do
+  if taken[i] ~= 0 then stored[n + 1], stored[n + 2], n = ARGV[fields + i], ARGV[values + i], n + 2 end
 end
 for at = grids + 1, grids + 3 * tonumber(ARGV[grids]), 3 do
-  if taken[tonumber(ARGV[at])] ~= 0 then stored[#stored + 1], stored[#stored + 2] = ARGV[at + 1], ARGV[at + 2] end
+  if taken[tonumber(ARGV[at])] ~= 0 then stored[n + 1], stored[n + 2], n = ARGV[at + 1], ARGV[at + 2], n + 2 end
 end
 chunked('HSET', KEYS[1], stored)
 return taken`;
 
 /**
  * KEYS: the hash, then per job its lease key and its history list; ARGV: the job names. Per job: the lease's
- * holder (empty if none), its time to live in ms, the fields token, last, next, grid, pause, ok and failed of the
- * hash (empty when missing), and the newest record of its history (the list is in the order runs started: a
- * record is appended when its run starts, or ends in the turn it started, and replaced in place); first of all,
+ * holder (empty if none), its time to live in ms, the field token of the hash, the last and next slots of its
+ * schedule field, the fields grid, pause, ok and failed (each empty when missing), and the newest record of its
+ * history (the list is in the order runs started: a record is appended when its run starts, or ends in the turn
+ * it started, and replaced in place); first of all,
  * Redis's clock in ms.
  */
-const READ_FLEET = `local time = redis.call('TIME')
+const READ_FLEET = `${SCHEDULE}
+local time = redis.call('TIME')
 local reply = {string.format('%d', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))}
 for i = 1, #ARGV do
   local name, lease = ARGV[i], KEYS[2 * i]
   reply[#reply + 1] = redis.call('GET', lease) or ''
   reply[#reply + 1] = redis.call('PTTL', lease)
-  local fields = redis.call('HMGET', KEYS[1], 'token:' .. name, 'last:' .. name, 'next:' .. name, 'grid:' .. name,
-    'pause:' .. name, 'ok:' .. name, 'failed:' .. name)
-  for j = 1, 7 do reply[#reply + 1] = fields[j] or '' end
+  local fields = redis.call('HMGET', KEYS[1], 'token:' .. name, 'grid:' .. name, 'pause:' .. name, 'ok:' .. name,
+    'failed:' .. name)
+  local _, _, last, next = scheduleOf(KEYS[1], name)
+  reply[#reply + 1] = fields[1] or ''
+  reply[#reply + 1] = last or ''
+  reply[#reply + 1] = next or ''
+  for j = 2, 5 do reply[#reply + 1] = fields[j] or '' end
   reply[#reply + 1] = redis.call('LINDEX', KEYS[2 * i + 1], -1) or ''
 end
 return reply`;
@@ -481,9 +518,8 @@ const RULES = {
 /**
  * Shares the leases of `exclusive` jobs between the replicas of an application through Redis. The lease of
  * job `name` is the key `<keyPrefix><name>`; its fencing token and schedule are the fields `token:<name>`,
- * `last:<name>`, `next:<name>` and `grid:<name>` of the hash `<keyPrefix>`, which also keeps the fleet's
- * members. The coordinator sends Lua scripts through the client it is given and loads no Redis library
- * of its own. Replies are parsed whatever the client's options (`stringNumbers`, its own `keyPrefix`).
+ * `schedule:<name>` and `grid:<name>` of the hash `<keyPrefix>`, which also keeps the fleet's members. The
+ * coordinator sends Lua scripts through the client it is given and loads no Redis library of its own. Replies are parsed whatever the client's options (`stringNumbers`, its own `keyPrefix`).
  */
 export class RedisCoordinator implements PeriodicCoordinator {
   /** Prepended to a job's name to make its lease key. */
@@ -662,14 +698,16 @@ export class RedisCoordinator implements PeriodicCoordinator {
     writes: PeriodicScheduleWrite[],
     records: RecordBatch | undefined,
   ): Promise<PeriodicScheduleWritten[]> {
-    const reads: string[] = [];
-    const sets: (string | number)[] = [];
+    const fields: string[] = [];
+    const values: string[] = [];
     const tokens: number[] = [];
+    const lasts: number[] = [];
     const grids: (string | number)[] = [];
     for (const [i, { name, fencingToken, schedule }] of writes.entries()) {
-      reads.push(`token:${name}`, `last:${name}`);
-      sets.push(`last:${name}`, schedule.last, `next:${name}`, schedule.next);
+      fields.push(`schedule:${name}`);
+      values.push(`${fencingToken} ${schedule.last} ${schedule.next}`);
       tokens.push(fencingToken);
+      lasts.push(schedule.last);
       const known = this.#grids.get(name);
       if (known?.fencingToken !== fencingToken || known.grid !== schedule.grid) {
         grids.push(i + 1, `grid:${name}`, schedule.grid);
@@ -684,9 +722,10 @@ export class RedisCoordinator implements PeriodicCoordinator {
         owner,
         writes.length,
         records === undefined ? 1 : this.#keep,
-        ...reads,
-        ...sets,
+        ...fields,
+        ...values,
         ...tokens,
+        ...lasts,
         grids.length / 3,
         ...grids,
         ...(records?.args() ?? [0, 0, 0, 0]),

@@ -102,10 +102,9 @@ describeRedis('the Lua scripts', () => {
       coordinator.writeSchedules('owner-a', [
         { name: 'cleanup', fencingToken, schedule: { grid, last, next: last + 1000 } },
       ]);
-    // EVALSHA's arguments: the script, the number of keys, the key, owner, writes, keep, then the write's fields
-    // read, its fields written with their values, its token, the number of grids and, with one, its write, field
-    // and grid.
-    const grids = () => sent.mock.calls.map((call) => (call[13] === 1 ? call[16] : ''));
+    // EVALSHA's arguments: the script, the number of keys, the key, owner, writes, keep, then the write's schedule
+    // field, its value, its token, its last slot, the number of grids and, with one, its write, field and grid.
+    const grids = () => sent.mock.calls.map((call) => (call[10] === 1 ? call[13] : ''));
     await expect(write('every 1000 regular', 1000)).resolves.toEqual([true]);
     await expect(write('every 1000 regular', 2000)).resolves.toEqual([true]);
     await expect(write('every 500 regular', 3000)).resolves.toEqual([true]);
@@ -129,6 +128,32 @@ describeRedis('the Lua scripts', () => {
     ]);
     expect(await redis.hget(prefix, 'grid:cleanup')).toBe('every 500 regular');
     sent.mockRestore();
+  });
+
+  it("a job's schedule field carries the token of its latest acquire, which a claim must match, and keeps the slots", async () => {
+    const member = { owner: 'owner-a', replica: 'a', jobs: 'j' };
+    const schedule = { grid: 'every 1000 regular', last: 5000, next: 6000 };
+    const first = (await coordinator.heartbeat({ member, renew: [], acquire: ['cleanup'] })).acquired[0]!;
+    expect(await redis.hget(prefix, 'schedule:cleanup')).toBe(String(first.fencingToken));
+    await coordinator.writeSchedules('owner-a', [
+      { name: 'cleanup', fencingToken: first.fencingToken, schedule },
+    ]);
+    expect(await redis.hget(prefix, 'schedule:cleanup')).toBe(`${first.fencingToken} 5000 6000`);
+    // Taken again, by a single acquire: the field has the new token and the same slots.
+    await coordinator.releaseAll('owner-a', [{ name: 'cleanup', fencingToken: first.fencingToken }], false);
+    const second = await coordinator.acquire('cleanup', 'owner-a');
+    expect(await redis.hget(prefix, 'schedule:cleanup')).toBe(`${second} 5000 6000`);
+    await coordinator.heartbeat({ member, renew: [], acquire: [] });
+    const later = { ...schedule, last: 6000, next: 7000 };
+    await expect(
+      coordinator.writeSchedules('owner-a', [
+        { name: 'cleanup', fencingToken: first.fencingToken, schedule: later },
+      ]),
+    ).resolves.toEqual([false]);
+    await expect(
+      coordinator.writeSchedules('owner-a', [{ name: 'cleanup', fencingToken: second, schedule: later }]),
+    ).resolves.toEqual([true]);
+    await expect(coordinator.readSchedule('cleanup')).resolves.toEqual(later);
   });
 
   it('a history is a list of JSON arrays, appended to and cut back to `keep` in steps; reads take the latest `keep`', async () => {
