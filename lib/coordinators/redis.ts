@@ -25,15 +25,20 @@ import {
   RECORD_VERSION,
   RUN_ARRAY_VERSION,
   RUN_FIELDS,
-  runOf,
   triggerAnswerOf,
   triggerOf,
 } from './replies.js';
+import { historyOf, RunTail } from './redis-tail.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */
 export interface RedisClient {
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
   evalsha(sha1: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  /**
+   * Any command: the holder of a job's lease sends the tail of its history with it (RunTail). A client without it
+   * records every run in a script of its own, which costs Redis about three times as much.
+   */
+  call?(command: string, ...args: (string | number)[]): Promise<unknown>;
 }
 
 /** Options of {@link RedisCoordinator}. */
@@ -75,13 +80,83 @@ end
 `;
 
 /**
+ * The fleet's epoch, the field \`epoch\` of the hash: moved on by every acquire, anyone's, to the larger of the last
+ * one plus one and Redis's clock in microseconds (so that it never comes back to a value it had, even after
+ * Redis lost it). A heartbeat tells its replica the epoch, with the leases it renewed and took: while the epoch
+ * is still that one, no lease has changed hands since, and the replica's writes to its own jobs need no check
+ * per job (WRITE_HELD). EPOCH(hash, floor, moved) moves it on (if \`moved\`), sets it if missing, and returns it.
+ */
+const EPOCH = `local function epoch(hash, floor, moved)
+  local stored = redis.call('HGET', hash, 'epoch')
+  if stored and not moved then return stored end
+  stored = string.format('%d', math.max(tonumber(stored or '0') + 1, floor))
+  redis.call('HSET', hash, 'epoch', stored)
+  return stored
+end
+`;
+
+/**
+ * HISTORY(hash, name) reads the tail of job \`name\`'s history as its latest holder (the field \`holder:<name>\`) left
+ * it (RunTail), or empty; its segments, oldest first; and where they are.
+ */
+const HISTORY = `local function history(hash, name)
+  local holder = redis.call('HGET', hash, 'holder:' .. name)
+  local tails = holder and hash .. 'tails\\n' .. holder
+  local tail = tails and redis.call('HGET', tails, 't:' .. name)
+  if not tail then return '', {} end
+  local segments, slots = string.match(tail, '^%d+ %d+ (%d+) (%d+)')
+  local found = {}
+  segments, slots = tonumber(segments or '0'), tonumber(slots or '1')
+  for n = math.max(0, segments - slots), segments - 1 do
+    local segment = redis.call('HGET', tails, 's' .. (n % slots) .. ':' .. name)
+    if segment then found[#found + 1] = segment end
+  end
+  return tail, found, tails
+end
+`;
+
+/**
+ * HAND_OVER(hash, name, owner): \`owner\` takes job \`name\`, whose latest holder is the field \`holder:<name>\`. The
+ * history that the holder before left, its segments and its tail (RunTail), goes to the end of the job's list, and
+ * the tail's success and failures to the fields \`ok:<name>\` and \`failed:<name>\` (as RECORD keeps them), so that the
+ * new holder starts a history of its own, and a replica that held the job once never writes its history again.
+ */
+const HAND_OVER = `${HISTORY}
+local function handOver(hash, name, owner)
+  local tail, segments, tails = history(hash, name)
+  redis.call('HSET', hash, 'holder:' .. name, owner)
+  if tail == '' then return end
+  local list = hash .. 'runs\\n' .. name
+  for _, segment in ipairs(segments) do redis.call('RPUSH', list, segment) end
+  local okAt, failures, slots, records = string.match(tail, '^(%d+) (%d+) %d+ (%d+)\\n?(.*)$')
+  if records and records ~= '' then redis.call('RPUSH', list, 'S\\n' .. records) end
+  redis.call('HDEL', tails, 't:' .. name)
+  for i = 0, tonumber(slots or '0') - 1 do redis.call('HDEL', tails, 's' .. i .. ':' .. name) end
+  redis.call('LTRIM', list, -2 * tonumber(slots or '0') - 8, -1)
+  if not okAt then return end
+  local stored = redis.call('HMGET', hash, 'ok:' .. name, 'failed:' .. name)
+  local since, count = stored[1] or '', tonumber(failures)
+  if okAt ~= '0' and tonumber(okAt) > tonumber(since == '' and '0' or since) then
+    since = okAt
+    redis.call('HSET', hash, 'ok:' .. name, okAt)
+  else
+    local space = stored[2] and string.find(stored[2], ' ', 1, true)
+    if space and string.sub(stored[2], space + 1) == since then
+      count = count + tonumber(string.sub(stored[2], 1, space - 1))
+    end
+  end
+  if count > 0 or stored[2] then redis.call('HSET', hash, 'failed:' .. name, count .. ' ' .. since) end
+end
+`;
+
+/**
  * KEYS: lease key, the hash of the jobs' counters and schedules; ARGV: owner, leaseMs, job name. Takes the lease unless it is held; on
  * success the job's fencing token becomes the larger of the last one plus one and Redis's clock in
  * microseconds, so that it grows even when Redis lost the counters (a restart without persistence, FLUSHALL,
- * a failover). Returns the token, or 0 when the lease is held. Lua numbers are doubles: the token is stored
- * through string.format('%d'), exact up to 2^53.
+ * a failover), and the fleet's epoch moves on. Returns the token, or 0 when the lease is held. Lua numbers are
+ * doubles: the token is stored through string.format('%d'), exact up to 2^53.
  */
-const ACQUIRE = `${SCHEDULE}
+const ACQUIRE = `${SCHEDULE}${EPOCH}${HAND_OVER}
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return 0
 end
@@ -91,6 +166,8 @@ local field = 'token:' .. ARGV[3]
 local token = string.format('%d', math.max(tonumber(redis.call('HGET', KEYS[2], field) or '0') + 1, floor))
 redis.call('HSET', KEYS[2], field, token)
 stamp(KEYS[2], ARGV[3], token)
+epoch(KEYS[2], floor, true)
+handOver(KEYS[2], ARGV[3], ARGV[1])
 return tonumber(token)`;
 
 /** KEYS: lease key; ARGV: owner, leaseMs. Extends the lease if the owner holds it still: 1, else 0. */
@@ -116,9 +193,6 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] or token ~= ARGV[2] or tonumber(ARGV[4]
 end
 redis.call('HSET', KEYS[2], field, ARGV[2] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5], 'grid:' .. ARGV[3], ARGV[6])
 return 1`;
-
-/** KEYS: a list; ARGV: how many. Its last items. */
-const READ_LIST = `return redis.call('LRANGE', KEYS[1], -tonumber(ARGV[1]), -1)`;
 
 /** KEYS: the hash; ARGV: fields. Their values (false for a missing one). */
 const READ_FIELDS = `return redis.call('HMGET', KEYS[1], unpack(ARGV))`;
@@ -192,9 +266,10 @@ end
  * record and forgets the expired ones; renews each lease the owner holds with that token; takes each lease to
  * acquire that is free, as ACQUIRE does. Returns the live members as owner, record pairs; a 1 or 0 per renewal;
  * and per lease taken or not, its token (0 when not taken) and its schedule's last, next and grid (empty when
- * none); and the names of the jobs the fleet has paused, as JSON.
+ * none); the names of the jobs the fleet has paused, as JSON; the triggers carried; and the fleet's epoch once the
+ * leases were taken. A lease taken is handed over (HAND_OVER).
  */
-const HEARTBEAT = `${MEMBERS}${CHUNKED}${SCHEDULE}
+const HEARTBEAT = `${MEMBERS}${CHUNKED}${SCHEDULE}${EPOCH}${HAND_OVER}
 local owner, leaseMs, renewing = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -219,7 +294,7 @@ for i = 1, renewing do
     renewed[i] = 0
   end
 end
-local acquired = {}
+local acquired, taken = {}, false
 for i = 1, #KEYS - 1 - renewing do
   local key, name = KEYS[1 + renewing + i], ARGV[names + renewing + i]
   if redis.call('SET', key, owner, 'NX', 'PX', leaseMs) then
@@ -231,11 +306,14 @@ for i = 1, #KEYS - 1 - renewing do
     acquired[#acquired + 1] = last or ''
     acquired[#acquired + 1] = next or ''
     acquired[#acquired + 1] = last and redis.call('HGET', KEYS[1], 'grid:' .. name) or ''
+    handOver(KEYS[1], name, owner)
+    taken = true
   else
     for j = 1, 4 do acquired[#acquired + 1] = '' end
     acquired[#acquired - 3] = '0'
   end
 end
+local now = epoch(KEYS[1], floor, taken)
 local carried = {}
 local waiting = redis.call('HGET', KEYS[1], 'triggers')
 if waiting then
@@ -254,7 +332,7 @@ if waiting then
   if #kept == 0 then redis.call('HDEL', KEYS[1], 'triggers')
   else redis.call('HSET', KEYS[1], 'triggers', cjson.encode(kept)) end
 end
-return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', table.concat(carried, '\\n')}`;
+return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', table.concat(carried, '\\n'), now}`;
 
 /**
  * KEYS: the hash; ARGV: job name, the trigger as JSON. Leaves the trigger for the holder: a line of the field
@@ -309,17 +387,19 @@ const OPEN_KEPT = 10_000;
 const SET_FIELD = `return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])`;
 
 /**
- * RECORD(keep, at) records runs from ARGV[at] on: the number of records that replace a start, of new records, of
- * jobs that failed and of jobs that succeeded, then each section. A record that replaces its run's start (its
- * JSON and how long its mark is, the start that names the run; its list is KEYS[1 + i]) replaces it at the end
- * of the list, or among the 32 latest, or is appended; these come first, before the runs that started since
- * push the start further back. A new record (its JSON; its list follows those of the replacing ones) is appended
- * to its list, which is cut back to the latest `keep` once it holds `keep / 8` (8 at least) more, so that most
- * records cost one command; readers read the latest `keep`. A job that failed (its name, its failures, and when
- * the success before them in this batch ended, or empty) sets `failed:<name>` of the hash to the failures since
- * the success `ok:<name>` tells and that success's time (`2 1733000000000`). The jobs that succeeded come as
- * field and value pairs (`ok:<name>`, when the last success ended), written as they are: a success, the common
- * case, costs its list one command and the hash one field, and no work in Lua.
+ * RECORD(keep, at) records runs in their jobs' lists one by one, those that no tail takes (RunTail): the runs a
+ * replica records of a job whose lease it no longer holds (a run that ended after its lease was lost), and those
+ * of a coordinator that holds no lease or whose client sends no plain commands. From ARGV[at] on: the number of
+ * records that replace a start, of new records, of jobs that failed and of jobs that succeeded, then each
+ * section. A record that replaces its run's start (its JSON and how long its mark is, the start that names the
+ * run; its list is KEYS[1 + i]) replaces it at the end of the list, or among the 32 latest, or is appended; these
+ * come first, before the runs that started since push the start further back. A new record (its JSON; its list
+ * follows those of the replacing ones) is appended to its list, which is cut back to the latest `keep` once it
+ * holds `keep / 8` (8 at least) more, so that most records cost one command; readers read the latest `keep`. A
+ * job that failed (its name, its failures, and when the success before them in this batch ended, or empty) sets
+ * `failed:<name>` of the hash to the failures since the success `ok:<name>` tells and that success's time (`2
+ * 1733000000000`). The jobs that succeeded come as field and value pairs (`ok:<name>`, when the last success
+ * ended), written as they are.
  */
 const RECORD = `local function record(keep, at)
   local replacing, fresh, failing, succeeded = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
@@ -427,14 +507,45 @@ chunked('HSET', KEYS[1], stored)
 return taken`;
 
 /**
+ * KEYS: the hash. ARGV: owner, the fleet's epoch as the owner's last heartbeat read it, the number of claims, then
+ * field and value pairs: the claims' schedule fields (`schedule:<name>`, `<token> <last> <next>`), then grids.
+ * Writes them as they are, if the owner's member record lives and the epoch is still that one: each of these jobs'
+ * leases was renewed or taken by that heartbeat, and none has changed hands since (EPOCH), so a claim needs no
+ * read of its job's field. Returns per claim 1, or 2 for a job the fleet has paused; or 0, having written nothing,
+ * when the epoch has moved on or the member record has expired: the owner's writes are then checked one by one
+ * (WRITE_SCHEDULES) until its next heartbeat. This is the common case, a fleet whose leases stay where they are,
+ * and it costs Redis two arguments and a field per claim, where the checked write costs four, a read and a field.
+ */
+const WRITE_HELD = `${CHUNKED}
+local claims = tonumber(ARGV[3])
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local member = redis.call('HGET', KEYS[1], 'member:' .. ARGV[1])
+if not member or tonumber(string.sub(member, 1, string.find(member, '\t', 1, true) - 1)) <= nowMs
+  or redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[2] then
+  return 0
+end
+local taken = {}
+for i = 1, claims do taken[i] = 1 end
+local paused = redis.call('HGET', KEYS[1], 'paused')
+if paused and paused ~= '[]' then
+  local names = {}
+  for _, name in ipairs(cjson.decode(paused)) do names[name] = true end
+  for i = 1, claims do
+    if names[string.sub(ARGV[2 + 2 * i], 10)] then taken[i] = 2 end
+  end
+end
+chunked('HSET', KEYS[1], ARGV, 4)
+return taken`;
+
+/**
  * KEYS: the hash, then per job its lease key and its history list; ARGV: the job names. Per job: the lease's
  * holder (empty if none), its time to live in ms, the field token of the hash, the last and next slots of its
- * schedule field, the fields grid, pause, ok and failed (each empty when missing), and the newest record of its
- * history (the list is in the order runs started: a record is appended when its run starts, or ends in the turn
- * it started, and replaced in place); first of all,
- * Redis's clock in ms.
+ * schedule field, the fields grid, pause, ok and failed (each empty when missing), the newest element of its
+ * list (a record, or a segment of them: the list is in the order runs started, a record replaced in place when
+ * its run ends), and the tail of its history and its latest segment (HISTORY); first of all, Redis's clock in ms.
  */
-const READ_FLEET = `${SCHEDULE}
+const READ_FLEET = `${SCHEDULE}${HISTORY}
 local time = redis.call('TIME')
 local reply = {string.format('%d', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))}
 for i = 1, #ARGV do
@@ -449,8 +560,19 @@ for i = 1, #ARGV do
   reply[#reply + 1] = next or ''
   for j = 2, 5 do reply[#reply + 1] = fields[j] or '' end
   reply[#reply + 1] = redis.call('LINDEX', KEYS[2 * i + 1], -1) or ''
+  local tail, segments = history(KEYS[1], name)
+  reply[#reply + 1] = tail
+  reply[#reply + 1] = segments[#segments] or ''
 end
 return reply`;
+
+/**
+ * KEYS: the hash, job \`name\`'s list; ARGV: the job's name, how many elements of the list to read. The tail of the
+ * job's history and its segments (HISTORY), and the latest elements of its list.
+ */
+const READ_HISTORY = `${HISTORY}
+local tail, segments = history(KEYS[1], ARGV[1])
+return {tail, segments, redis.call('LRANGE', KEYS[2], -tonumber(ARGV[2]), -1)}`;
 
 /**
  * KEYS: the hash; ARGV: job name, action, the operation as JSON, keep. Prepends the operation to the job's audit
@@ -534,16 +656,24 @@ export class RedisCoordinator implements PeriodicCoordinator {
   readonly #writeSchedule;
   readonly #heartbeat = this.#script(HEARTBEAT);
   readonly #writeSchedules = this.#script(WRITE_SCHEDULES);
+  readonly #writeHeld = this.#script(WRITE_HELD);
   readonly #releaseAll = this.#script(RELEASE_ALL);
   readonly #operate = this.#script(OPERATE);
   readonly #readFields = this.#script(READ_FIELDS);
-  readonly #readList = this.#script(READ_LIST);
+  readonly #readHistory = this.#script(READ_HISTORY);
   readonly #readFleet = this.#script(READ_FLEET);
   readonly #requestTrigger = this.#script(REQUEST_TRIGGER);
   readonly #readTrigger = this.#script(READ_TRIGGER);
   readonly #setField = this.#script(SET_FIELD);
   /** Records of runs to send, with the writes of this turn if there are any (one script for both). */
-  #records: RecordBatch | undefined;
+  #records: Records | undefined;
+  /**
+   * The leases this coordinator's owners hold, by job, as their latest heartbeats renewed or took them: their
+   * writes go unchecked (WRITE_HELD), and their runs to the tails of their histories (RunTail).
+   */
+  readonly #holdings = new Map<string, Holding>();
+  /** The fleet's epoch (EPOCH) as each owner's latest heartbeat read it, if all its steps read the same. */
+  readonly #epochs = new Map<string, string>();
   /**
    * The runs recorded at their start, whose record is replaced when they end; at most OPEN_KEPT, the oldest
    * forgotten first (a run whose end was never sent, as when records were shed, would stay for ever): the end of
@@ -629,17 +759,60 @@ export class RedisCoordinator implements PeriodicCoordinator {
           acquire: acquire.slice(i * STEP, (i + 1) * STEP),
         }),
       ),
-    );
-    return {
+    ).catch((error: unknown) => {
+      // The replica counts its leases lost: their runs are recorded in their lists from now on.
+      this.#forget(member.owner);
+      throw error;
+    });
+    const reply: PeriodicHeartbeatReply = {
       members: replies.at(-1)!.members,
       paused: replies.at(-1)!.paused,
-      triggers: replies.flatMap((reply) => reply.triggers ?? []),
-      renewed: replies.flatMap((reply) => reply.renewed),
-      acquired: replies.flatMap((reply) => reply.acquired),
+      triggers: replies.flatMap((step) => step.triggers ?? []),
+      renewed: replies.flatMap((step) => step.renewed),
+      acquired: replies.flatMap((step) => step.acquired),
     };
+    this.#held(member.owner, renew, acquire, reply, new Set(replies.map((step) => step.epoch)));
+    return reply;
   }
 
-  async #heartbeatStep({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
+  /**
+   * What an owner's heartbeat tells of the leases it holds: those it renewed and took are its holdings, and none
+   * other; the epoch it read lets their writes go unchecked (WRITE_HELD), unless its steps read different ones (a
+   * lease changed hands between them).
+   */
+  #held(
+    owner: string,
+    renew: PeriodicLeaseHeld[],
+    acquire: string[],
+    { renewed, acquired }: PeriodicHeartbeatReply,
+    epochs: Set<string>,
+  ): void {
+    const kept = new Set(renew.filter((_, i) => renewed[i]).map(({ name }) => name));
+    for (const [name, holding] of this.#holdings) {
+      if (holding.owner === owner && !kept.has(name)) this.#holdings.delete(name);
+    }
+    acquired.forEach((taken, i) => {
+      if (taken === null) return;
+      const { fencingToken, schedule } = taken;
+      const name = acquire[i];
+      this.#holdings.set(name, { owner, fencingToken, last: schedule?.last ?? 0, tail: new RunTail(name) });
+    });
+    const [epoch] = epochs;
+    if (epochs.size === 1 && epoch !== '') this.#epochs.set(owner, epoch);
+    else this.#epochs.delete(owner);
+  }
+
+  /** Forgets what an owner holds: its writes are checked, and its runs recorded in their lists. */
+  #forget(owner: string): void {
+    this.#epochs.delete(owner);
+    for (const [name, holding] of this.#holdings) if (holding.owner === owner) this.#holdings.delete(name);
+  }
+
+  async #heartbeatStep({
+    member,
+    renew,
+    acquire,
+  }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply & { epoch: string }> {
     const keys = [
       this.keyPrefix,
       ...renew.map(({ name }) => this.#lease(name)),
@@ -656,7 +829,9 @@ export class RedisCoordinator implements PeriodicCoordinator {
       ...acquire,
     ];
     const reply = await this.#heartbeat(keys.length, ...keys, ...args);
-    const [members, renewed, acquired, paused, triggers] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    const [members, renewed, acquired, paused, triggers, epoch] = Array.isArray(reply)
+      ? (reply as unknown[])
+      : [];
     if (!Array.isArray(members) || !Array.isArray(renewed) || !Array.isArray(acquired)) {
       throw new Error(`Redis answered ${describeValue(reply)} to a heartbeat`);
     }
@@ -682,21 +857,129 @@ export class RedisCoordinator implements PeriodicCoordinator {
               };
         return { fencingToken, schedule };
       }),
+      epoch: typeof epoch === 'string' || typeof epoch === 'number' ? String(epoch) : '',
     };
   }
 
   async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
     // The records of this turn go with the first step.
     const steps = inSteps(writes).map((step, i) =>
-      this.#writeSchedulesStep(owner, step, i === 0 ? this.#takeRecords() : undefined),
+      this.#send(owner, step, i === 0 ? this.#takeRecords() : undefined),
     );
     return (await Promise.all(steps)).flat();
   }
 
+  /**
+   * Sends `owner`'s writes of schedules, and the records of runs: those of jobs held go to their tails (RunTail)
+   * as plain commands, the others to their lists with the writes (RECORD). Resolves the writes' answers once
+   * every command has been answered, and whoever waits for the records then.
+   */
+  async #send(
+    owner: string | undefined,
+    writes: PeriodicScheduleWrite[],
+    records: Records | undefined,
+  ): Promise<PeriodicScheduleWritten[]> {
+    const lists = records?.lists.empty === false ? records.lists : undefined;
+    const answers =
+      owner !== undefined
+        ? this.#writeHeldStep(owner, writes, lists)
+        : lists !== undefined
+          ? this.#writeSchedulesStep('', [], lists)
+          : Promise.resolve([]);
+    try {
+      await Promise.all([answers, ...(records === undefined ? [] : this.#sendTails(records.tails))]);
+      records?.waiting.forEach(({ resolve }) => resolve());
+      return await answers;
+    } catch (error) {
+      records?.waiting.forEach(({ reject }) => reject(error));
+      throw error;
+    }
+  }
+
+  /** The fields of the histories of the jobs held that have new records (RunTail), in one HSET per owner. */
+  #sendTails(tails: Map<Holding, PeriodicRunEntry[]>): Promise<unknown>[] {
+    const fields = new Map<string, string[]>();
+    for (const [{ owner, tail }, runs] of tails) {
+      for (const run of runs) tail.add(run);
+      fields.set(owner, [...(fields.get(owner) ?? []), ...tail.fields(this.#keep)]);
+    }
+    return [...fields].map(([owner, pairs]) => this.#client.call!('HSET', this.#tails(owner), ...pairs));
+  }
+
+  /**
+   * One owner's writes: unchecked (WRITE_HELD) while its epoch holds, for the writes of leases its latest heartbeat
+   * renewed or took with that token, whose last slot does not go back from the one this coordinator wrote;
+   * checked, one by one, for the others, and for all when the epoch has moved on (then until the owner's next
+   * heartbeat). Records for the lists go with the checked writes.
+   */
+  async #writeHeldStep(
+    owner: string,
+    writes: PeriodicScheduleWrite[],
+    lists: RecordBatch | undefined,
+  ): Promise<PeriodicScheduleWritten[]> {
+    const epoch = this.#epochs.get(owner);
+    if (epoch === undefined) return this.#writeSchedulesStep(owner, writes, lists);
+    const held: number[] = [];
+    const checked: number[] = [];
+    writes.forEach(({ name, fencingToken, schedule }, i) => {
+      const holding = this.#holdings.get(name);
+      const ok =
+        holding?.owner === owner && holding.fencingToken === fencingToken && schedule.last >= holding.last;
+      if (ok) holding.last = schedule.last;
+      (ok ? held : checked).push(i);
+    });
+    const answers: PeriodicScheduleWritten[] = [];
+    const answer = (indices: number[]) => (written: PeriodicScheduleWritten[]) =>
+      indices.forEach((index, i) => (answers[index] = written[i]));
+    const pick = (indices: number[]) => indices.map((i) => writes[i]);
+    const [unchecked] = await Promise.all([
+      this.#writeUnchecked(owner, epoch, pick(held)),
+      checked.length === 0 && lists === undefined
+        ? undefined
+        : this.#writeSchedulesStep(owner, pick(checked), lists).then(answer(checked)),
+    ]);
+    answer(held)(unchecked ?? (await this.#writeSchedulesStep(owner, pick(held), undefined)));
+    return answers;
+  }
+
+  /** Writes, unchecked (WRITE_HELD); undefined, having written nothing, when the epoch has moved on. */
+  async #writeUnchecked(
+    owner: string,
+    epoch: string,
+    writes: PeriodicScheduleWrite[],
+  ): Promise<PeriodicScheduleWritten[] | undefined> {
+    if (writes.length === 0) return [];
+    const fields: string[] = [];
+    for (const { name, fencingToken, schedule } of writes) {
+      fields.push(`schedule:${name}`, `${fencingToken} ${schedule.last} ${schedule.next}`);
+    }
+    for (const { name, fencingToken, schedule } of writes) {
+      if (this.#gridChanged(name, fencingToken, schedule.grid)) fields.push(`grid:${name}`, schedule.grid);
+    }
+    const reply = await this.#writeHeld(1, this.keyPrefix, owner, epoch, writes.length, ...fields);
+    if (Array.isArray(reply) && reply.length === writes.length) {
+      return reply.map((ok, i): PeriodicScheduleWritten => {
+        const { name, fencingToken, schedule } = writes[i];
+        this.#grids.set(name, { fencingToken, grid: schedule.grid });
+        return integerReply('writeSchedules', ok, 2) === 2 ? 'paused' : true;
+      });
+    }
+    integerReply('writeSchedules', reply, 0);
+    if (this.#epochs.get(owner) === epoch) this.#epochs.delete(owner);
+    return undefined;
+  }
+
+  /** Whether a write must send the job's grid: not under a token whose grid it wrote already. */
+  #gridChanged(name: string, fencingToken: number, grid: string): boolean {
+    const known = this.#grids.get(name);
+    return known?.fencingToken !== fencingToken || known.grid !== grid;
+  }
+
+  /** Writes checked one by one, with records for the lists (WRITE_SCHEDULES). */
   async #writeSchedulesStep(
     owner: string,
     writes: PeriodicScheduleWrite[],
-    records: RecordBatch | undefined,
+    lists: RecordBatch | undefined,
   ): Promise<PeriodicScheduleWritten[]> {
     const fields: string[] = [];
     const values: string[] = [];
@@ -708,73 +991,71 @@ export class RedisCoordinator implements PeriodicCoordinator {
       values.push(`${fencingToken} ${schedule.last} ${schedule.next}`);
       tokens.push(fencingToken);
       lasts.push(schedule.last);
-      const known = this.#grids.get(name);
-      if (known?.fencingToken !== fencingToken || known.grid !== schedule.grid) {
+      if (this.#gridChanged(name, fencingToken, schedule.grid))
         grids.push(i + 1, `grid:${name}`, schedule.grid);
-      }
     }
-    const keys = [this.keyPrefix, ...(records?.keys() ?? [])];
-    let reply: unknown;
-    try {
-      reply = await this.#writeSchedules(
-        keys.length,
-        ...keys,
-        owner,
-        writes.length,
-        records === undefined ? 1 : this.#keep,
-        ...fields,
-        ...values,
-        ...tokens,
-        ...lasts,
-        grids.length / 3,
-        ...grids,
-        ...(records?.args() ?? [0, 0, 0, 0]),
-      );
-    } catch (error) {
-      records?.waiting.forEach(({ reject }) => reject(error));
-      throw error;
-    }
-    records?.waiting.forEach(({ resolve }) => resolve());
+    const keys = [this.keyPrefix, ...(lists?.keys() ?? [])];
+    const reply = await this.#writeSchedules(
+      keys.length,
+      ...keys,
+      owner,
+      writes.length,
+      lists === undefined ? 1 : this.#keep,
+      ...fields,
+      ...values,
+      ...tokens,
+      ...lasts,
+      grids.length / 3,
+      ...grids,
+      ...(lists?.args() ?? [0, 0, 0, 0]),
+    );
     if (!Array.isArray(reply) || reply.length !== writes.length) {
       throw new Error(`Redis answered ${describeValue(reply)} to writeSchedules`);
     }
     return reply.map((ok, i): PeriodicScheduleWritten => {
-      const taken = integerReply('writeSchedules', ok, 2);
+      const written = integerReply('writeSchedules', ok, 2);
       const { name, fencingToken, schedule } = writes[i];
-      if (taken !== 0) this.#grids.set(name, { fencingToken, grid: schedule.grid });
-      return taken === 2 ? 'paused' : taken === 1;
+      if (written !== 0) this.#grids.set(name, { fencingToken, grid: schedule.grid });
+      return written === 2 ? 'paused' : written === 1;
     });
   }
 
   /**
-   * Records runs with the writes of schedules of this turn, in one script, or on their own at its end. A run
-   * recorded at its start is replaced by its end's record; the history is the list `<keyPrefix>runs\n<name>`.
+   * Records runs with the writes of schedules of this turn, or on their own at its end. The runs of a job whose
+   * lease one of this coordinator's owners holds go to the tail of its history (RunTail), where a run recorded at
+   * its start is replaced by its end; the others, and all of them for a client without `call`, to the job's list
+   * `<keyPrefix>runs\n<name>`, where a run recorded at its start is replaced by its end's record.
    */
   recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.#records === undefined) {
-        this.#records = new RecordBatch();
+        this.#records = new Records();
         queueMicrotask(() => {
           const records = this.#takeRecords();
-          if (records !== undefined) this.#writeSchedulesStep('', [], records).catch(() => undefined);
+          if (records !== undefined) this.#send(undefined, [], records).catch(() => undefined);
         });
       }
       const batch = this.#records;
       this.#keep = keep;
       batch.waiting.push({ resolve, reject });
       for (const run of runs) {
+        const holding = this.#holdings.get(run.name);
+        if (holding?.fencingToken === run.fencingToken && this.#client.call !== undefined) {
+          batch.tails.set(holding, [...(batch.tails.get(holding) ?? []), run]);
+          continue;
+        }
         const [mark, record] = listRecord(run);
         const replaces = run.reason !== null && this.#open.delete(run.id);
         if (run.reason === null) {
           this.#open.add(run.id);
           if (this.#open.size > OPEN_KEPT) this.#open.delete(this.#open.values().next().value!);
         }
-        batch.add(run, this.#runs(run.name), record, replaces ? mark.length : undefined);
+        batch.lists.add(run, this.#runs(run.name), record, replaces ? mark.length : undefined);
       }
     });
   }
 
-  #takeRecords(): RecordBatch | undefined {
+  #takeRecords(): Records | undefined {
     const records = this.#records;
     this.#records = undefined;
     return records;
@@ -786,13 +1067,13 @@ export class RedisCoordinator implements PeriodicCoordinator {
     before: number | null,
     keep = this.#keep,
   ): Promise<PeriodicRunEntry[]> {
-    const reply = await this.#readList(1, this.#runs(name), keep);
-    if (!Array.isArray(reply)) throw new Error(`Redis answered ${describeValue(reply)} to LRANGE`);
-    return newestFirst(
-      reply.map((json) => runOf(String(json), name)),
-      limit,
-      before,
-    );
+    const reply = await this.#readHistory(2, this.keyPrefix, this.#runs(name), name, keep);
+    const [tail, segments, list] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    if (typeof tail !== 'string' || !Array.isArray(segments) || !Array.isArray(list)) {
+      throw new Error(`Redis answered ${describeValue(reply)} to a read of the history`);
+    }
+    const runs = [tail, ...segments, ...list].flatMap((value) => historyOf(String(value), name).runs);
+    return newestFirst(newestFirst(latest(runs), keep, null), limit, before);
   }
 
   /** In scripts of at most STEP / 4 jobs each, sent together. */
@@ -806,20 +1087,25 @@ export class RedisCoordinator implements PeriodicCoordinator {
   async #readFleetStep(names: string[]): Promise<PeriodicFleetRead[]> {
     const keys = [this.keyPrefix, ...names.flatMap((name) => [this.#lease(name), this.#runs(name)])];
     const reply = await this.#readFleet(keys.length, ...keys, ...names);
-    if (!Array.isArray(reply) || reply.length !== 1 + names.length * 10) {
+    if (!Array.isArray(reply) || reply.length !== 1 + names.length * 12) {
       throw new Error(`Redis answered ${describeValue(reply)} to readFleet`);
     }
     const clock = integerReply('readFleet', reply[0]);
     return names.map((name, i) => {
-      const [owner, ttl, token, last, next, grid, pause, ok, failed, newest] = reply
-        .slice(1 + i * 10, 11 + i * 10)
+      const [owner, ttl, token, last, next, grid, pause, ok, failed, newest, tailValue, segment] = reply
+        .slice(1 + i * 12, 13 + i * 12)
         .map((value: unknown) => (typeof value === 'number' ? value : String(value)));
       const text = (value: string | number) => String(value);
       const held = owner !== '' && Number(ttl) > 0 && token !== '';
-      const lastRun = newest === '' ? null : runOf(text(newest), name);
-      // The failures counted since the success that `ok` tells (a success since then makes them stale).
+      const tail = historyOf(text(tailValue), name);
+      const runs = [newest, segment].flatMap((value) => historyOf(text(value), name).runs);
+      const [lastRun = null] = newestFirst(latest([...runs, ...tail.runs]), 1, null);
+      // The last success: the tail's holding's, or the one before it that `ok` tells; with the failures since.
+      const listOk = ok === '' ? 0 : integerReply('readFleet', ok);
+      const succeeded = Math.max(tail.okAt, listOk);
       const [count, since = ''] = text(failed).split(' ');
-      const failing = since === text(ok) && lastRun?.reason !== 'normal';
+      const listFailing =
+        failed !== '' && since === (succeeded === 0 ? '' : String(succeeded)) && lastRun?.reason !== 'normal';
       return {
         name,
         holder: held
@@ -839,8 +1125,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
                 next: integerReply('readFleet', next),
               },
         lastRun,
-        lastSucceededAt: ok === '' ? null : integerReply('readFleet', ok),
-        consecutiveFailures: failing && failed !== '' ? integerReply('readFleet', count) : 0,
+        lastSucceededAt: succeeded === 0 ? null : succeeded,
+        consecutiveFailures:
+          // A holding without a success failed after the success before it.
+          (tail.okAt === 0 || tail.okAt === succeeded ? tail.failures : 0) +
+          (listFailing ? integerReply('readFleet', count) : 0),
       };
     });
   }
@@ -892,8 +1181,13 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
-    // The member leaves with the last step, once its leases are free.
-    for (const { name } of leases) this.#grids.delete(name);
+    // The member leaves with the last step, once its leases are free. The runs of a job given up that are
+    // recorded from now on (a run that ended after its lease was lost) go to the job's list.
+    for (const { name } of leases) {
+      this.#grids.delete(name);
+      if (this.#holdings.get(name)?.owner === owner) this.#holdings.delete(name);
+    }
+    if (leave) this.#forget(owner);
     const steps = inSteps(leases);
     for (const [i, step] of steps.entries()) {
       const keys = [this.keyPrefix, ...step.map(({ name }) => this.#lease(name))];
@@ -901,6 +1195,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
       const last = i === steps.length - 1;
       await this.#releaseAll(keys.length, ...keys, owner, leave && last ? 1 : 0, ...args);
     }
+  }
+
+  /** The key of the tails of the histories of the jobs `owner` holds, a hash (RunTail). */
+  #tails(owner: string): string {
+    return `${this.keyPrefix}tails\n${owner}`;
   }
 
   /** The key of the history of job `name`, a list. */
@@ -930,9 +1229,26 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 }
 
-/** Records of runs to send in one script, in RECORD's sections, and those waiting for its answer. */
-class RecordBatch {
+/** A lease one of the coordinator's owners holds, as its heartbeat renewed or took it, and its job's tail. */
+interface Holding {
+  owner: string;
+  fencingToken: number;
+  /** The last slot of the job's schedule, as the lease was taken with it or this coordinator last wrote it. */
+  last: number;
+  tail: RunTail;
+}
+
+/** Records of runs to send, and those waiting for their answer. */
+class Records {
   readonly waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /** The runs of jobs held, for their tails, in the order they were recorded. */
+  readonly tails = new Map<Holding, PeriodicRunEntry[]>();
+  /** The others, for the lists. */
+  readonly lists = new RecordBatch();
+}
+
+/** Records of runs to send to their lists in one script, in RECORD's sections. */
+class RecordBatch {
   /** The lists of the records that replace a start, then those of the new records: the script's KEYS. */
   readonly #lists: { replacing: string[]; fresh: string[] } = { replacing: [], fresh: [] };
   /** Per record that replaces a start, the record and how long its mark is; and the new records. */
@@ -963,6 +1279,10 @@ class RecordBatch {
       const { ok = null, failures = 0 } = this.#outcomes.get(run.name) ?? {};
       this.#outcomes.set(run.name, { ok, failures: failures + 1 });
     }
+  }
+
+  get empty(): boolean {
+    return this.#outcomes.size === 0 && this.#lists.replacing.length + this.#lists.fresh.length === 0;
   }
 
   keys(): string[] {
@@ -1005,6 +1325,16 @@ function listRecord(run: PeriodicRunEntry): [mark: string, record: string] {
     mark,
     `${mark},${fields}${error === null ? '' : `,${JSON.stringify([error.name, error.message])}`}]`,
   ];
+}
+
+/** Each run once, by id: its end where both its start and its end were read (from its tail and its list). */
+function latest(runs: PeriodicRunEntry[]): PeriodicRunEntry[] {
+  const byId = new Map<string, PeriodicRunEntry>();
+  for (const run of runs) {
+    const known = byId.get(run.id);
+    if (known === undefined || (known.reason === null && run.reason !== null)) byId.set(run.id, run);
+  }
+  return [...byId.values()];
 }
 
 /** A flat list of pairs, as Redis answers a hash: [[key, value], …]. */

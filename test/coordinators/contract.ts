@@ -251,6 +251,105 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
   let members = 0;
   const owner = () => `owner-${process.pid}-${++members}-${Math.random().toString(36).slice(2, 8)}`;
   const owners = (reply: { members: { owner: string }[] }) => reply.members.map((one) => one.owner).sort();
+  /** The records of runs, as checked in two ways: recorded by a replica that holds the job's lease, or by one that does not. */
+  const records = async (held: boolean) => {
+    const store = await recorded(LEASE);
+    if (store === undefined) return;
+    const [name, neighbour] = [job(), job()];
+    const at = 1_700_000_000_000;
+    // Recorded by the replica that holds the job's lease, or by one that holds nothing.
+    const a = owner();
+    const taken = held ? await store.heartbeat({ member: member(a), renew: [], acquire: [name] }) : undefined;
+    const fencingToken = taken?.acquired[0]?.fencingToken ?? 7;
+    const renew = [{ name, fencingToken }];
+    const beating = held
+      ? setInterval(() => void store.heartbeat({ member: member(a), renew, acquire: [] }), LEASE / 4)
+      : undefined;
+    const run = (i: number, ended: PeriodicRunEntry['reason']) => ({
+      id: `r1/${name}#${i}`,
+      name,
+      jobId: i,
+      replica: 'r1',
+      fencingToken,
+      slot: at + i * 1000,
+      origin: 'schedule' as const,
+      attempt: 1,
+      startedAt: at + i * 1000,
+      finishedAt: ended === null ? null : at + i * 1000 + 5,
+      reason: ended,
+      durationMs: ended === null ? null : 5.25,
+      error: ended === 'error' ? { name: 'TypeError', message: 'a "quoted",\nmessage' } : null,
+    });
+    try {
+      // A run starts (recorded open), another starts and ends in one record, then the first ends.
+      await store.recordRuns([run(1, null)], 3);
+      await store.recordRuns([run(2, 'error')], 3);
+      assert.deepEqual(await store.readHistory(name, 10, null), [run(2, 'error'), run(1, null)]);
+      await store.recordRuns([run(1, 'normal')], 3);
+      assert.deepEqual(await store.readHistory(name, 10, null), [run(2, 'error'), run(1, 'normal')]);
+      await store.recordRuns([run(3, 'timeout'), run(4, 'error'), { ...run(1, null), name: neighbour }], 3);
+      assert.deepEqual(await store.readHistory(name, 10, null), [
+        run(4, 'error'),
+        run(3, 'timeout'),
+        run(2, 'error'),
+      ]);
+      assert.deepEqual(await store.readHistory(name, 1, null), [run(4, 'error')]);
+      assert.deepEqual(await store.readHistory(name, 10, at + 4000), [run(3, 'timeout'), run(2, 'error')]);
+      const [fleet, other, unknown] = await store.readFleet([name, neighbour, job()]);
+      // 2 failed, then 1 succeeded (recorded after it, ending at at + 1005), then 3 and 4 failed.
+      assert.equal(fleet.lastSucceededAt, at + 1005);
+      assert.equal(fleet.consecutiveFailures, 2);
+      assert.deepEqual(fleet.lastRun, run(4, 'error'));
+      assert.equal(other.lastRun?.reason, null);
+      // A failed run whose slot runs again is not a failed slot yet.
+      await store.recordRuns([{ ...run(5, 'error'), retrying: true }], 3);
+      const [retried] = await store.readFleet([name]);
+      assert.equal(retried.consecutiveFailures, 2);
+      assert.equal(retried.lastRun?.jobId, 5);
+      // In one step, in order: a success then a failure counts that failure; a failure then a success, none.
+      await store.recordRuns([run(6, 'normal'), run(7, 'timeout')], 3);
+      const [failedLast] = await store.readFleet([name]);
+      assert.equal(failedLast.lastSucceededAt, at + 6005);
+      assert.equal(failedLast.consecutiveFailures, 1);
+      await store.recordRuns([run(8, 'error'), run(9, 'normal')], 3);
+      const [succeededLast] = await store.readFleet([name]);
+      assert.equal(succeededLast.lastSucceededAt, at + 9005);
+      assert.equal(succeededLast.consecutiveFailures, 0);
+      assert.deepEqual(unknown, {
+        name: unknown.name,
+        holder: null,
+        pause: null,
+        schedule: null,
+        lastRun: null,
+        lastSucceededAt: null,
+        consecutiveFailures: 0,
+      });
+      // An end whose start was recorded before, sent with more runs of its job than a store looks back over
+      // (32), or than it keeps: the end replaces its start, and the newest run is the latest.
+      const later = Array.from({ length: 40 }, (_, i) => run(11 + i, 'error'));
+      await store.recordRuns([run(10, null)], 100);
+      await store.recordRuns([run(10, 'normal'), ...later], 100);
+      const runs = await store.readHistory(name, 100, null, 100);
+      assert.deepEqual(
+        runs.filter(({ jobId }) => jobId === 10),
+        [run(10, 'normal')],
+      );
+      const [afterLater] = await store.readFleet([name]);
+      assert.deepEqual(afterLater.lastRun, run(50, 'error'));
+      assert.equal(afterLater.lastSucceededAt, at + 10_005);
+      assert.equal(afterLater.consecutiveFailures, 40);
+      await store.recordRuns([run(51, null)], 2);
+      await store.recordRuns(
+        [run(51, 'normal'), ...Array.from({ length: 12 }, (_, i) => run(52 + i, 'normal'))],
+        2,
+      );
+      assert.deepEqual(await store.readHistory(name, 2, null, 2), [run(63, 'normal'), run(62, 'normal')]);
+      assert.deepEqual((await store.readFleet([name]))[0].lastRun, run(63, 'normal'));
+    } finally {
+      clearInterval(beating);
+      if (held) await store.releaseAll(a, renew, true);
+    }
+  };
   return [
     [
       'heartbeat writes the member record and answers the live members; one that stops beating is gone after leaseMs',
@@ -511,90 +610,67 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
     ],
     [
       'run records: a start replaced by its end, the latest `keep` kept, read newest first, before a time',
+      () => records(false),
+    ],
+    ['run records of the replica that holds the lease: the same, read by any replica', () => records(true)],
+    [
+      "runs across a handover: the former holder's writes are refused once another took the lease, its runs still recorded beside the new holder's",
       async () => {
         const store = await recorded(LEASE);
         if (store === undefined) return;
-        const [name, neighbour] = [job(), job()];
+        const [a, b, name] = [owner(), owner(), job()];
         const at = 1_700_000_000_000;
-        const run = (i: number, ended: PeriodicRunEntry['reason']) => ({
-          id: `r1/${name}#${i}`,
+        const schedule = (last: number) => ({ grid: 'every 1000 regular', last, next: last + 1000 });
+        const run = (i: number, fencingToken: number, ended: PeriodicRunEntry['reason']) => ({
+          id: `${fencingToken}/${name}#${i}`,
           name,
           jobId: i,
-          replica: 'r1',
-          fencingToken: 7,
+          replica: `replica ${fencingToken}`,
+          fencingToken,
           slot: at + i * 1000,
           origin: 'schedule' as const,
           attempt: 1,
           startedAt: at + i * 1000,
           finishedAt: ended === null ? null : at + i * 1000 + 5,
           reason: ended,
-          durationMs: ended === null ? null : 5.25,
-          error: ended === 'error' ? { name: 'TypeError', message: 'a "quoted",\nmessage' } : null,
+          durationMs: ended === null ? null : 5,
+          error: null,
         });
-        // A run starts (recorded open), another starts and ends in one record, then the first ends.
-        await store.recordRuns([run(1, null)], 3);
-        await store.recordRuns([run(2, 'error')], 3);
-        assert.deepEqual(await store.readHistory(name, 10, null), [run(2, 'error'), run(1, null)]);
-        await store.recordRuns([run(1, 'normal')], 3);
-        assert.deepEqual(await store.readHistory(name, 10, null), [run(2, 'error'), run(1, 'normal')]);
-        await store.recordRuns([run(3, 'timeout'), run(4, 'error'), { ...run(1, null), name: neighbour }], 3);
-        assert.deepEqual(await store.readHistory(name, 10, null), [
-          run(4, 'error'),
-          run(3, 'timeout'),
-          run(2, 'error'),
-        ]);
-        assert.deepEqual(await store.readHistory(name, 1, null), [run(4, 'error')]);
-        assert.deepEqual(await store.readHistory(name, 10, at + 4000), [run(3, 'timeout'), run(2, 'error')]);
-        const [fleet, other, unknown] = await store.readFleet([name, neighbour, job()]);
-        // 2 failed, then 1 succeeded (recorded after it, ending at at + 1005), then 3 and 4 failed.
-        assert.equal(fleet.lastSucceededAt, at + 1005);
-        assert.equal(fleet.consecutiveFailures, 2);
-        assert.deepEqual(fleet.lastRun, run(4, 'error'));
-        assert.equal(other.lastRun?.reason, null);
-        // A failed run whose slot runs again is not a failed slot yet.
-        await store.recordRuns([{ ...run(5, 'error'), retrying: true }], 3);
-        const [retried] = await store.readFleet([name]);
-        assert.equal(retried.consecutiveFailures, 2);
-        assert.equal(retried.lastRun?.jobId, 5);
-        // In one step, in order: a success then a failure counts that failure; a failure then a success, none.
-        await store.recordRuns([run(6, 'normal'), run(7, 'timeout')], 3);
-        const [failedLast] = await store.readFleet([name]);
-        assert.equal(failedLast.lastSucceededAt, at + 6005);
-        assert.equal(failedLast.consecutiveFailures, 1);
-        await store.recordRuns([run(8, 'error'), run(9, 'normal')], 3);
-        const [succeededLast] = await store.readFleet([name]);
-        assert.equal(succeededLast.lastSucceededAt, at + 9005);
-        assert.equal(succeededLast.consecutiveFailures, 0);
-        assert.deepEqual(unknown, {
-          name: unknown.name,
-          holder: null,
-          pause: null,
-          schedule: null,
-          lastRun: null,
-          lastSucceededAt: null,
-          consecutiveFailures: 0,
-        });
-        // An end whose start was recorded before, sent with more runs of its job than a store looks back over
-        // (32), or than it keeps: the end replaces its start, and the newest run is the latest.
-        const later = Array.from({ length: 40 }, (_, i) => run(11 + i, 'error'));
-        await store.recordRuns([run(10, null)], 100);
-        await store.recordRuns([run(10, 'normal'), ...later], 100);
-        const runs = await store.readHistory(name, 100, null, 100);
+        const first = (await store.heartbeat({ member: member(a), renew: [], acquire: [name] })).acquired[0]!
+          .fencingToken;
         assert.deepEqual(
-          runs.filter(({ jobId }) => jobId === 10),
-          [run(10, 'normal')],
+          await store.writeSchedules(a, [{ name, fencingToken: first, schedule: schedule(1000) }]),
+          [true],
         );
-        const [afterLater] = await store.readFleet([name]);
-        assert.deepEqual(afterLater.lastRun, run(50, 'error'));
-        assert.equal(afterLater.lastSucceededAt, at + 10_005);
-        assert.equal(afterLater.consecutiveFailures, 40);
-        await store.recordRuns([run(51, null)], 2);
-        await store.recordRuns(
-          [run(51, 'normal'), ...Array.from({ length: 12 }, (_, i) => run(52 + i, 'normal'))],
-          2,
+        await store.recordRuns([run(1, first, 'normal'), run(2, first, null)], 10);
+        // The lease is given up while run 2 is in flight (a handover that did not drain), and b takes it.
+        await store.releaseAll(a, [{ name, fencingToken: first }], false);
+        const second = (await store.heartbeat({ member: member(b), renew: [], acquire: [name] }))
+          .acquired[0]!;
+        assert.ok(second.fencingToken > first, `${second.fencingToken} after ${first}`);
+        assert.deepEqual(second.schedule, schedule(1000));
+        assert.deepEqual(
+          await store.writeSchedules(a, [{ name, fencingToken: first, schedule: schedule(2000) }]),
+          [false],
         );
-        assert.deepEqual(await store.readHistory(name, 2, null, 2), [run(63, 'normal'), run(62, 'normal')]);
-        assert.deepEqual((await store.readFleet([name]))[0].lastRun, run(63, 'normal'));
+        await store.recordRuns([run(2, first, 'leaseLost')], 10);
+        const { fencingToken } = second;
+        assert.deepEqual(await store.writeSchedules(b, [{ name, fencingToken, schedule: schedule(3000) }]), [
+          true,
+        ]);
+        await store.recordRuns([run(3, fencingToken, 'normal'), run(4, fencingToken, 'error')], 10);
+        assert.deepEqual(await store.readHistory(name, 10, null, 10), [
+          run(4, fencingToken, 'error'),
+          run(3, fencingToken, 'normal'),
+          run(2, first, 'leaseLost'),
+          run(1, first, 'normal'),
+        ]);
+        const [read] = await store.readFleet([name]);
+        assert.deepEqual(read.lastRun, run(4, fencingToken, 'error'));
+        assert.equal(read.lastSucceededAt, at + 3005);
+        assert.equal(read.consecutiveFailures, 1);
+        await store.releaseAll(b, [{ name, fencingToken }], true);
+        await store.releaseAll(a, [], true);
       },
     ],
     [

@@ -102,9 +102,12 @@ describeRedis('the Lua scripts', () => {
       coordinator.writeSchedules('owner-a', [
         { name: 'cleanup', fencingToken, schedule: { grid, last, next: last + 1000 } },
       ]);
-    // EVALSHA's arguments: the script, the number of keys, the key, owner, writes, keep, then the write's schedule
-    // field, its value, its token, its last slot, the number of grids and, with one, its write, field and grid.
-    const grids = () => sent.mock.calls.map((call) => (call[10] === 1 ? call[13] : ''));
+    // The grid each EVALSHA sent, after its field's name; none when it sent none.
+    const grids = () =>
+      sent.mock.calls.map((call) => {
+        const at = call.indexOf('grid:cleanup');
+        return at === -1 ? '' : call[at + 1];
+      });
     await expect(write('every 1000 regular', 1000)).resolves.toEqual([true]);
     await expect(write('every 1000 regular', 2000)).resolves.toEqual([true]);
     await expect(write('every 500 regular', 3000)).resolves.toEqual([true]);
@@ -209,6 +212,127 @@ describeRedis('the Lua scripts', () => {
       run(10, true),
       run(9, true),
     ]);
+  });
+
+  it("the holder's runs go to the tail of the job's history in a hash of its own, eight ended runs at a time to a segment", async () => {
+    const member = { owner: 'owner-a', replica: 'a', jobs: 'j' };
+    const { acquired } = await coordinator.heartbeat({ member, renew: [], acquire: ['cleanup'] });
+    const fencingToken = acquired[0]!.fencingToken;
+    const run = (jobId: number, reason: PeriodicRunEntry['reason']): PeriodicRunEntry => ({
+      id: `r1/x#${jobId}`,
+      name: 'cleanup',
+      jobId,
+      replica: 'r1',
+      fencingToken,
+      slot: 1000 * jobId,
+      origin: 'schedule',
+      attempt: 1,
+      startedAt: 1000 * jobId,
+      finishedAt: reason === null ? null : 1000 * jobId + 2,
+      reason,
+      durationMs: reason === null ? null : 1.5,
+      error: null,
+    });
+    const hash = `${prefix}tails\nowner-a`;
+    const field = async (name: string) => (await redis.hget(hash, name))?.split('\n');
+    const list = `${prefix}runs\ncleanup`;
+    // What the runs share, then each run in a few bytes: its count, jobId, slot, start and end after it, reason,
+    // duration.
+    const shared = JSON.stringify(['r1', fencingToken, 'r1/x#']);
+    await coordinator.recordRuns([run(1, null)], 20);
+    // The tail: the holding's last success (none yet), the failed slots since, its segments and their ring's
+    // fields (20 runs in segments of 8, and one more), then its runs.
+    expect(await field('t:cleanup')).toEqual(['0 0 0 4', shared, '[1,1,1000,0,null,null,null]']);
+    // An end replaces its start; a failure, then a success, then one in flight.
+    await coordinator.recordRuns([run(1, 'error'), run(2, 'normal'), run(3, null)], 20);
+    expect(await field('t:cleanup')).toEqual([
+      '2002 0 0 4',
+      shared,
+      '[1,1,1000,0,2,"error",1.5]',
+      '[2,2,2000,0,2,"normal",1.5]',
+      '[3,3,3000,0,null,null,null]',
+    ]);
+    for (let jobId = 4; jobId <= 9; jobId++) await coordinator.recordRuns([run(jobId, 'error')], 20);
+    // Eight ended runs: to a segment; the run in flight stays in the tail.
+    expect(await field('s0:cleanup')).toEqual([
+      'S',
+      shared,
+      '[1,1,1000,0,2,"error",1.5]',
+      '[2,2,2000,0,2,"normal",1.5]',
+      ...[4, 5, 6, 7, 8, 9].map((id) => `[${id},${id},${id}000,0,2,"error",1.5]`),
+    ]);
+    expect(await field('t:cleanup')).toEqual(['2002 6 1 4', shared, '[3,3,3000,0,null,null,null]']);
+    await coordinator.recordRuns([run(3, 'normal')], 20);
+    const reader = make();
+    const read = await reader.readHistory('cleanup', 10, null, 20);
+    const runs = [9, 8, 7, 6, 5, 4].map((jobId) => run(jobId, 'error'));
+    expect(read).toEqual([...runs, run(3, 'normal'), run(2, 'normal'), run(1, 'error')]);
+    const [fleet] = await reader.readFleet(['cleanup']);
+    expect(fleet).toMatchObject({ lastRun: run(9, 'error'), lastSucceededAt: 3002, consecutiveFailures: 0 });
+    // Taken by another replica: the segments and the tail go to the job's list, the success to its field.
+    await coordinator.releaseAll('owner-a', [{ name: 'cleanup', fencingToken }], true);
+    await make().heartbeat({ member: { ...member, owner: 'owner-b' }, renew: [], acquire: ['cleanup'] });
+    expect(await redis.exists(hash)).toBe(0);
+    expect((await redis.lrange(list, 0, -1)).map((element) => element.split('\n').length)).toEqual([10, 3]);
+    expect(await redis.hmget(prefix, 'ok:cleanup', 'failed:cleanup')).toEqual(['3002', null]);
+    await expect(reader.readHistory('cleanup', 10, null, 20)).resolves.toEqual(read);
+  });
+
+  it("a replica's writes go unchecked while no lease changed hands since its heartbeat; then checked, and a stale one refused", async () => {
+    const a = { owner: 'owner-a', replica: 'a', jobs: 'j' };
+    const b = { owner: 'owner-b', replica: 'b', jobs: 'j' };
+    const other = make();
+    const [x, y] = (await coordinator.heartbeat({ member: a, renew: [], acquire: ['x', 'y'] })).acquired.map(
+      (taken) => taken!.fencingToken,
+    );
+    const write = (name: string, fencingToken: number, last: number) =>
+      coordinator.writeSchedules('owner-a', [
+        { name, fencingToken, schedule: { grid: 'every 1000 regular', last, next: last + 1000 } },
+      ]);
+    const sent = jest.spyOn(redis, 'evalsha');
+    // The epoch the heartbeat read goes with the write, and Redis reads no job's field for it.
+    await expect(write('x', x, 1000)).resolves.toEqual([true]);
+    const epoch = await redis.hget(prefix, 'epoch');
+    expect(sent.mock.calls.map((call) => call[4])).toEqual([epoch]);
+    // a gives x up, b takes it: the epoch moves on. A write of x, given up, is checked, and refused; one of y
+    // goes unchecked, is refused for the epoch, and goes again, checked; a's writes are checked from then on.
+    await coordinator.releaseAll('owner-a', [{ name: 'x', fencingToken: x }], false);
+    const [taken] = (await other.heartbeat({ member: b, renew: [], acquire: ['x'] })).acquired;
+    expect(await redis.hget(prefix, 'epoch')).not.toBe(epoch);
+    sent.mockClear();
+    await expect(write('x', x, 2000)).resolves.toEqual([false]);
+    expect(sent).toHaveBeenCalledTimes(1);
+    await expect(write('y', y, 2000)).resolves.toEqual([true]);
+    expect(sent).toHaveBeenCalledTimes(3);
+    await expect(write('y', y, 2500)).resolves.toEqual([true]);
+    expect(sent).toHaveBeenCalledTimes(4);
+    // A run of x that a recorded under its old token goes to x's list, beside b's tail.
+    const run: PeriodicRunEntry = {
+      id: 'a#1',
+      name: 'x',
+      jobId: 1,
+      replica: 'a',
+      fencingToken: x,
+      slot: 1000,
+      origin: 'schedule',
+      attempt: 1,
+      startedAt: 1000,
+      finishedAt: 1500,
+      reason: 'leaseLost',
+      durationMs: 500,
+      error: null,
+    };
+    await coordinator.recordRuns([run], 10);
+    expect(await redis.llen(`${prefix}runs\nx`)).toBe(1);
+    await other.recordRuns([{ ...run, id: 'b#1', fencingToken: taken!.fencingToken, startedAt: 2000 }], 10);
+    const history = await make().readHistory('x', 10, null, 10);
+    expect(history.map(({ id }) => id)).toEqual(['b#1', 'a#1']);
+    // a's next heartbeat reads the new epoch: its writes go unchecked again.
+    await coordinator.heartbeat({ member: a, renew: [{ name: 'y', fencingToken: y }], acquire: [] });
+    sent.mockClear();
+    await expect(write('y', y, 3000)).resolves.toEqual([true]);
+    expect(sent.mock.calls.map((call) => call[4])).toEqual([await redis.hget(prefix, 'epoch')]);
+    sent.mockRestore();
   });
 
   it('a job named like another job plus a suffix has its own lease and counter', async () => {
