@@ -206,7 +206,8 @@ return {last or false, next or false, redis.call('HGET', KEYS[1], 'grid:' .. ARG
  * The members of the fleet, kept in the hash: the field `members` lists their owners, one per line, and the field
  * `member:<owner>` holds each one's record (its expiry in ms on Redis's clock, a tab, its name, a tab, its jobs).
  * ARGV[1] is the owner of the replica that runs the script. MEMBERS(nowMs) forgets the expired records and
- * returns the live members as owner, name-and-jobs pairs; LEAVE() forgets the replica's record.
+ * returns the live members as owner, name-and-jobs pairs; BEAT(nowMs) writes the replica's record first (its name
+ * ARGV[2], its jobs ARGV[3], until leaseMs ARGV[4] from now), and returns them too.
  */
 const MEMBERS = `local function members(nowMs, record)
   local list = redis.call('HGET', KEYS[1], 'members') or ''
@@ -232,6 +233,11 @@ const MEMBERS = `local function members(nowMs, record)
   local joined = table.concat(live, '\\n')
   if joined ~= list then redis.call('HSET', KEYS[1], 'members', joined) end
   return found
+end
+local function beat(nowMs)
+  local record = string.format('%d', nowMs + tonumber(ARGV[4])) .. '\t' .. ARGV[2] .. '\t' .. ARGV[3]
+  redis.call('HSET', KEYS[1], 'member:' .. ARGV[1], record)
+  return members(nowMs, record)
 end
 `;
 
@@ -274,9 +280,7 @@ local owner, leaseMs, renewing = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local floor = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local record = string.format('%d', nowMs + leaseMs) .. '\t' .. ARGV[2] .. '\t' .. ARGV[3]
-redis.call('HSET', KEYS[1], 'member:' .. owner, record)
-local live = members(nowMs, record)
+local live = beat(nowMs)
 local names = 5 + renewing
 local keys, fields = {}, {}
 for i = 1, renewing do
@@ -333,6 +337,23 @@ if waiting then
   else redis.call('HSET', KEYS[1], 'triggers', cjson.encode(kept)) end
 end
 return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', table.concat(carried, '\\n'), now}`;
+
+/**
+ * KEYS: the hash, then the lease keys of the renewals; ARGV: owner, replica, jobs, leaseMs, the fleet's epoch as the
+ * owner's last heartbeat read it. The heartbeat of a replica that takes no lease, while the epoch is still that
+ * one: no lease has changed hands since that heartbeat renewed or took them (EPOCH), so each is still the owner's
+ * unless it expired, and is renewed without a read of its holder or its token (HEARTBEAT reads both). Answers as
+ * HEARTBEAT does; or 0, having changed nothing, when the epoch has moved on or a trigger waits for a holder (then
+ * HEARTBEAT runs instead).
+ */
+const RENEW_HELD = `${MEMBERS}
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if epoch ~= ARGV[5] or redis.call('HEXISTS', KEYS[1], 'triggers') == 1 then return 0 end
+local time = redis.call('TIME')
+local live = beat(tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
+local renewed, leaseMs = {}, tonumber(ARGV[4])
+for i = 2, #KEYS do renewed[i - 1] = redis.call('PEXPIRE', KEYS[i], leaseMs) end
+return {live, renewed, {}, redis.call('HGET', KEYS[1], 'paused') or '[]', '', epoch}`;
 
 /**
  * KEYS: the hash; ARGV: job name, the trigger as JSON. Leaves the trigger for the holder: a line of the field
@@ -655,6 +676,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
   readonly #readSchedule;
   readonly #writeSchedule;
   readonly #heartbeat = this.#script(HEARTBEAT);
+  readonly #renewHeld = this.#script(RENEW_HELD);
   readonly #writeSchedules = this.#script(WRITE_SCHEDULES);
   readonly #writeHeld = this.#script(WRITE_HELD);
   readonly #releaseAll = this.#script(RELEASE_ALL);
@@ -818,17 +840,23 @@ export class RedisCoordinator implements PeriodicCoordinator {
       ...renew.map(({ name }) => this.#lease(name)),
       ...acquire.map((name) => this.#lease(name)),
     ];
-    const args = [
-      member.owner,
-      member.replica,
-      member.jobs,
-      this.leaseMs,
-      renew.length,
-      ...renew.map(({ fencingToken }) => fencingToken),
-      ...renew.map(({ name }) => name),
-      ...acquire,
-    ];
-    const reply = await this.#heartbeat(keys.length, ...keys, ...args);
+    const { owner, replica, jobs } = member;
+    // Leases this owner's latest heartbeat renewed or took, and no other: renewed unchecked while the epoch holds.
+    const known = this.#epochs.get(owner);
+    const held = renew.every(({ name, fencingToken }) => {
+      const holding = this.#holdings.get(name);
+      return holding?.owner === owner && holding.fencingToken === fencingToken;
+    });
+    let reply =
+      known !== undefined && held && acquire.length === 0
+        ? await this.#renewHeld(keys.length, ...keys, owner, replica, jobs, this.leaseMs, known)
+        : 0;
+    if (reply === 0 || reply === '0') {
+      const tokens = renew.map(({ fencingToken }) => fencingToken);
+      const names = renew.map(({ name }) => name);
+      const args = [owner, replica, jobs, this.leaseMs, renew.length, ...tokens, ...names, ...acquire];
+      reply = await this.#heartbeat(keys.length, ...keys, ...args);
+    }
     const [members, renewed, acquired, paused, triggers, epoch] = Array.isArray(reply)
       ? (reply as unknown[])
       : [];

@@ -1,5 +1,6 @@
 // The Lua scripts against a real Redis, and exclusive jobs of two applications sharing it.
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it, jest } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import {
@@ -332,6 +333,41 @@ describeRedis('the Lua scripts', () => {
     sent.mockClear();
     await expect(write('y', y, 3000)).resolves.toEqual([true]);
     expect(sent.mock.calls.map((call) => call[4])).toEqual([await redis.hget(prefix, 'epoch')]);
+    sent.mockRestore();
+  });
+
+  it('a heartbeat renews unchecked while no lease changed hands since the last; one that expired is not renewed', async () => {
+    const short = make({ leaseMs: 300 });
+    const a = { owner: 'owner-a', replica: 'a', jobs: 'j' };
+    const { acquired } = await short.heartbeat({ member: a, renew: [], acquire: ['x', 'y'] });
+    const [x, y] = ['x', 'y'].map((name, i) => ({ name, fencingToken: acquired[i]!.fencingToken }));
+    const sent = jest.spyOn(redis, 'evalsha');
+    // One script, whose arguments after the keys are the member's and the epoch the last heartbeat read.
+    await expect(short.heartbeat({ member: a, renew: [x, y], acquire: [] })).resolves.toMatchObject({
+      renewed: [true, true],
+      acquired: [],
+    });
+    expect(sent).toHaveBeenCalledTimes(1);
+    expect(sent.mock.calls[0].slice(-5)).toEqual([
+      'owner-a',
+      'a',
+      'j',
+      300,
+      await redis.hget(prefix, 'epoch'),
+    ]);
+    // x expires unrenewed, and nobody takes it: it is not renewed either.
+    await redis.pexpire(`${prefix}x`, 1);
+    await sleep(20);
+    await expect(short.heartbeat({ member: a, renew: [x, y], acquire: [] })).resolves.toMatchObject({
+      renewed: [false, true],
+    });
+    // b takes x: the epoch moves on, and the next heartbeat checks each lease.
+    await make().heartbeat({ member: { ...a, owner: 'owner-b' }, renew: [], acquire: ['x'] });
+    sent.mockClear();
+    await expect(short.heartbeat({ member: a, renew: [y], acquire: [] })).resolves.toMatchObject({
+      renewed: [true],
+    });
+    expect(sent).toHaveBeenCalledTimes(2);
     sent.mockRestore();
   });
 
