@@ -429,6 +429,33 @@ describeRedis('clients of every shape behave as a default client', () => {
     await expect(coordinator.release('cleanup', 'owner-b')).resolves.toBe(false);
     await expect(coordinator.release('cleanup', 'owner-a')).resolves.toBe(true);
     await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBeGreaterThan(token);
+    // The batched steps: a lease taken, its claims unchecked, its runs in its tail, all read back.
+    const member = { owner: 'owner-c', replica: 'c', jobs: 'j' };
+    const [taken] = (await coordinator.heartbeat({ member, renew: [], acquire: ['report'] })).acquired;
+    const renew = [{ name: 'report', fencingToken: taken!.fencingToken }];
+    await expect(coordinator.heartbeat({ member, renew, acquire: [] })).resolves.toMatchObject({
+      renewed: [true],
+    });
+    await expect(coordinator.writeSchedules('owner-c', [{ ...renew[0], schedule }])).resolves.toEqual([true]);
+    const runs = Array.from({ length: 10 }, (_, i) => ({
+      id: `c#${i + 1}`,
+      name: 'report',
+      jobId: i + 1,
+      replica: 'c',
+      fencingToken: taken!.fencingToken,
+      slot: schedule.last + i,
+      origin: 'schedule' as const,
+      attempt: 1,
+      startedAt: schedule.last + i,
+      finishedAt: schedule.last + i + 1,
+      reason: 'normal' as const,
+      durationMs: 1,
+      error: null,
+    }));
+    await coordinator.recordRuns(runs, 100);
+    await expect(coordinator.readHistory('report', 100, null)).resolves.toEqual([...runs].reverse());
+    const [fleet] = await coordinator.readFleet(['report']);
+    expect(fleet).toMatchObject({ lastRun: runs[9], lastSucceededAt: schedule.last + 10, schedule });
   });
 
   it.each<[string, unknown]>([
