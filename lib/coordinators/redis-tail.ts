@@ -106,15 +106,18 @@ function compact(run: PeriodicRunEntry, shared: Shared): string {
     finishedAt === null ? null : finishedAt - startedAt,
     run.reason,
     run.durationMs,
+  ];
+  // Error, origin and attempt, left out at the end where they are the usual ones.
+  const usual: unknown[] = [
     error === null ? 0 : [error.name, error.message],
     run.origin === 'schedule' ? 0 : run.origin,
     run.attempt === 1 ? 0 : run.attempt,
   ];
   if (run.replica !== shared.replica || run.fencingToken !== shared.fencingToken) {
-    values.push(run.replica, run.fencingToken);
+    usual.push(run.replica, run.fencingToken);
   }
-  while (values.at(-1) === 0) values.pop();
-  return JSON.stringify(values);
+  while (usual.at(-1) === 0) usual.pop();
+  return JSON.stringify([...values, ...usual]);
 }
 
 /** A run from its compact array (`compact`); read as leniently as a run the list keeps. */
@@ -143,37 +146,42 @@ function expand(values: unknown[], shared: Shared, name: string): PeriodicRunEnt
 
 /**
  * The runs of job `name` that a tail, a segment or an element of its list holds, and for a tail, the success and
- * failures of its holding; nothing for none (''). A value that is none of these is a failure.
+ * failures of its holding; nothing for none (''). Read leniently (SPEC 17): what is not a run, a value or a line
+ * of one that another version may write, is skipped.
  */
 export function historyOf(
   value: string,
   name: string,
 ): { runs: PeriodicRunEntry[]; okAt: number; failures: number } {
   // An element of a list, of a run on its own, as RECORD appends it.
-  if (value.startsWith('[') || value.startsWith('{'))
-    return { runs: [runOf(value, name)], okAt: 0, failures: 0 };
-  const [first, header, ...lines] = value.split('\n');
-  const [okAt, failures] = first === 'S' ? [0, 0] : first.split(' ').map(Number);
-  const parsed = header === undefined ? undefined : (JSON.parse(header) as unknown);
-  if (
-    value === '' ||
-    (Number.isSafeInteger(okAt) &&
-      Number.isSafeInteger(failures) &&
-      (parsed === undefined || Array.isArray(parsed)))
-  ) {
-    const [replica, fencingToken, prefix] = Array.isArray(parsed) ? parsed : [];
-    const shared = {
-      replica: typeof replica === 'string' ? replica : 'unknown',
-      fencingToken: typeof fencingToken === 'number' ? fencingToken : null,
-      prefix: typeof prefix === 'string' ? prefix : '',
-    };
-    const runs = lines.map((line) => {
-      const values = JSON.parse(line) as unknown;
-      if (!Array.isArray(values))
-        throw new Error(`the store keeps ${describeValue(line)}, which is not a run`);
-      return expand(values, shared, name);
-    });
-    return { runs, okAt: okAt || 0, failures: failures || 0 };
+  if (value.startsWith('[') || value.startsWith('{')) {
+    return { runs: readable([value], (line) => runOf(line, name)), okAt: 0, failures: 0 };
   }
-  throw new Error(`the store keeps ${describeValue(value)}, which is not a history`);
+  const [first, header = '', ...lines] = value.split('\n');
+  const [okAt, failures] = first === 'S' ? [0, 0] : first.split(' ').map(Number);
+  const [parsed] = readable([header], (line) => JSON.parse(line) as unknown);
+  const [replica, fencingToken, prefix] = Array.isArray(parsed) ? (parsed as unknown[]) : [];
+  const shared = {
+    replica: typeof replica === 'string' ? replica : 'unknown',
+    fencingToken: typeof fencingToken === 'number' ? fencingToken : null,
+    prefix: typeof prefix === 'string' ? prefix : '',
+  };
+  const runs = readable(lines, (line) => {
+    const values = JSON.parse(line) as unknown;
+    if (!Array.isArray(values)) throw new Error(`${describeValue(line)} is not a run`);
+    return expand(values, shared, name);
+  });
+  const count = (n: number | undefined) => (Number.isSafeInteger(n) && n! > 0 ? n! : 0);
+  return { runs, okAt: count(okAt), failures: count(failures) };
+}
+
+/** What `read` makes of each line it can read; the others are skipped. */
+function readable<T>(lines: string[], read: (line: string) => T): T[] {
+  return lines.flatMap((line) => {
+    try {
+      return [read(line)];
+    } catch {
+      return [];
+    }
+  });
 }

@@ -28,7 +28,7 @@ import {
   triggerAnswerOf,
   triggerOf,
 } from './replies.js';
-import { historyOf, RunTail } from './redis-tail.js';
+import { historyOf, RunTail, SEGMENT } from './redis-tail.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */
 export interface RedisClient {
@@ -119,20 +119,45 @@ end
  * HAND_OVER(hash, name, owner): \`owner\` takes job \`name\`, whose latest holder is the field \`holder:<name>\`. The
  * history that the holder before left, its segments and its tail (RunTail), goes to the end of the job's list, and
  * the tail's success and failures to the fields \`ok:<name>\` and \`failed:<name>\` (as RECORD keeps them), so that the
- * new holder starts a history of its own, and a replica that held the job once never writes its history again.
+ * new holder starts a history of its own. A tail that \`owner\` left of an earlier holding, written after that
+ * holding was handed over (a write delayed past its lease), is deleted: its runs and counts were moved then. The
+ * list is cut back to the latest runs of \`keep\` at least, \`keep\` as the tail's ring tells it (RunTail): an
+ * element holds a run, or a segment or tail of them.
  */
 const HAND_OVER = `${HISTORY}
+local function forget(tails, name, slots)
+  local fields = {'t:' .. name}
+  for i = 0, slots - 1 do fields[#fields + 1] = 's' .. i .. ':' .. name end
+  redis.call('HDEL', tails, unpack(fields))
+end
+local function trim(list, keep)
+  local elements, runs = redis.call('LRANGE', list, -keep, -1), 0
+  for i = #elements, 1, -1 do
+    local element = elements[i]
+    if string.sub(element, 1, 2) == 'S\\n' then
+      runs = runs + select(2, string.gsub(element, '\\n', '')) - 1
+    else
+      runs = runs + 1
+    end
+    if runs >= keep then return redis.call('LTRIM', list, i - #elements - 1, -1) end
+  end
+end
 local function handOver(hash, name, owner)
   local tail, segments, tails = history(hash, name)
   redis.call('HSET', hash, 'holder:' .. name, owner)
+  local stale = hash .. 'tails\\n' .. owner
+  if stale ~= tails then
+    local left = redis.call('HGET', stale, 't:' .. name)
+    if left then forget(stale, name, tonumber(string.match(left, '^%d+ %d+ %d+ (%d+)') or '0')) end
+  end
   if tail == '' then return end
   local list = hash .. 'runs\\n' .. name
   for _, segment in ipairs(segments) do redis.call('RPUSH', list, segment) end
   local okAt, failures, slots, records = string.match(tail, '^(%d+) (%d+) %d+ (%d+)\\n?(.*)$')
+  slots = tonumber(slots or '1')
   if records and records ~= '' then redis.call('RPUSH', list, 'S\\n' .. records) end
-  redis.call('HDEL', tails, 't:' .. name)
-  for i = 0, tonumber(slots or '0') - 1 do redis.call('HDEL', tails, 's' .. i .. ':' .. name) end
-  redis.call('LTRIM', list, -2 * tonumber(slots or '0') - 8, -1)
+  forget(tails, name, slots)
+  trim(list, ${SEGMENT} * (slots - 1))
   if not okAt then return end
   local stored = redis.call('HMGET', hash, 'ok:' .. name, 'failed:' .. name)
   local since, count = stored[1] or '', tonumber(failures)
@@ -341,8 +366,9 @@ return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', 
 /**
  * KEYS: the hash, then the lease keys of the renewals; ARGV: owner, replica, jobs, leaseMs, the fleet's epoch as the
  * owner's last heartbeat read it. The heartbeat of a replica that takes no lease, while the epoch is still that
- * one: no lease has changed hands since that heartbeat renewed or took them (EPOCH), so each is still the owner's
- * unless it expired, and is renewed without a read of its holder or its token (HEARTBEAT reads both). Answers as
+ * one: no lease has changed hands since that heartbeat renewed or took them (EPOCH), so each is still the owner's,
+ * with the same token, unless it expired: it is renewed if its holder is still the owner, with no read of its
+ * token (HEARTBEAT reads both, two arguments per lease). Answers as
  * HEARTBEAT does; or 0, having changed nothing, when the epoch has moved on or a trigger waits for a holder (then
  * HEARTBEAT runs instead).
  */
@@ -352,7 +378,9 @@ if epoch ~= ARGV[5] or redis.call('HEXISTS', KEYS[1], 'triggers') == 1 then retu
 local time = redis.call('TIME')
 local live = beat(tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
 local renewed, leaseMs = {}, tonumber(ARGV[4])
-for i = 2, #KEYS do renewed[i - 1] = redis.call('PEXPIRE', KEYS[i], leaseMs) end
+for i = 2, #KEYS do
+  renewed[i - 1] = redis.call('GET', KEYS[i]) == ARGV[1] and redis.call('PEXPIRE', KEYS[i], leaseMs) or 0
+end
 return {live, renewed, {}, redis.call('HGET', KEYS[1], 'paused') or '[]', '', epoch}`;
 
 /**
@@ -562,9 +590,9 @@ return taken`;
 /**
  * KEYS: the hash, then per job its lease key and its history list; ARGV: the job names. Per job: the lease's
  * holder (empty if none), its time to live in ms, the field token of the hash, the last and next slots of its
- * schedule field, the fields grid, pause, ok and failed (each empty when missing), the newest element of its
- * list (a record, or a segment of them: the list is in the order runs started, a record replaced in place when
- * its run ends), and the tail of its history and its latest segment (HISTORY); first of all, Redis's clock in ms.
+ * schedule field, the fields grid, pause, ok and failed (each empty when missing), the two newest elements of
+ * its list (a record, or a segment of them: the list is in the order runs were handed over or recorded, a record
+ * replaced in place when its run ends), and the tail of its history and its latest segment (HISTORY); first of all, Redis's clock in ms.
  */
 const READ_FLEET = `${SCHEDULE}${HISTORY}
 local time = redis.call('TIME')
@@ -580,7 +608,7 @@ for i = 1, #ARGV do
   reply[#reply + 1] = last or ''
   reply[#reply + 1] = next or ''
   for j = 2, 5 do reply[#reply + 1] = fields[j] or '' end
-  reply[#reply + 1] = redis.call('LINDEX', KEYS[2 * i + 1], -1) or ''
+  reply[#reply + 1] = redis.call('LRANGE', KEYS[2 * i + 1], -2, -1)
   local tail, segments = history(KEYS[1], name)
   reply[#reply + 1] = tail
   reply[#reply + 1] = segments[#segments] or ''
@@ -899,10 +927,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
 
   /**
    * Sends `owner`'s writes of schedules, and the records of runs: those of jobs held go to their tails (RunTail)
-   * as plain commands, the others to their lists with the writes (RECORD). Resolves the writes' answers once
-   * every command has been answered, and whoever waits for the records then.
+   * as plain commands, the others to their lists with the writes (RECORD). Resolves the writes' answers, and
+   * whoever waits for the records once their commands have been answered: a tail that fails fails no claim, and
+   * claims that fail fail only the records that went with them.
    */
-  async #send(
+  #send(
     owner: string | undefined,
     writes: PeriodicScheduleWrite[],
     records: Records | undefined,
@@ -914,14 +943,14 @@ export class RedisCoordinator implements PeriodicCoordinator {
         : lists !== undefined
           ? this.#writeSchedulesStep('', [], lists)
           : Promise.resolve([]);
-    try {
-      await Promise.all([answers, ...(records === undefined ? [] : this.#sendTails(records.tails))]);
-      records?.waiting.forEach(({ resolve }) => resolve());
-      return await answers;
-    } catch (error) {
-      records?.waiting.forEach(({ reject }) => reject(error));
-      throw error;
+    if (records !== undefined) {
+      const sent = [...this.#sendTails(records.tails), ...(lists === undefined ? [] : [answers])];
+      Promise.all(sent).then(
+        () => records.waiting.forEach(({ resolve }) => resolve()),
+        (error: unknown) => records.waiting.forEach(({ reject }) => reject(error)),
+      );
     }
+    return answers;
   }
 
   /** The fields of the histories of the jobs held that have new records (RunTail), in one HSET per owner. */
@@ -929,7 +958,9 @@ export class RedisCoordinator implements PeriodicCoordinator {
     const fields = new Map<string, string[]>();
     for (const [{ owner, tail }, runs] of tails) {
       for (const run of runs) tail.add(run);
-      fields.set(owner, [...(fields.get(owner) ?? []), ...tail.fields(this.#keep)]);
+      const pairs = fields.get(owner) ?? [];
+      pairs.push(...tail.fields(this.#keep));
+      fields.set(owner, pairs);
     }
     return [...fields].map(([owner, pairs]) => this.#client.call!('HSET', this.#tails(owner), ...pairs));
   }
@@ -1069,7 +1100,9 @@ export class RedisCoordinator implements PeriodicCoordinator {
       for (const run of runs) {
         const holding = this.#holdings.get(run.name);
         if (holding?.fencingToken === run.fencingToken && this.#client.call !== undefined) {
-          batch.tails.set(holding, [...(batch.tails.get(holding) ?? []), run]);
+          const held = batch.tails.get(holding) ?? [];
+          held.push(run);
+          batch.tails.set(holding, held);
           continue;
         }
         const [mark, record] = listRecord(run);
@@ -1122,11 +1155,13 @@ export class RedisCoordinator implements PeriodicCoordinator {
     return names.map((name, i) => {
       const [owner, ttl, token, last, next, grid, pause, ok, failed, newest, tailValue, segment] = reply
         .slice(1 + i * 12, 13 + i * 12)
-        .map((value: unknown) => (typeof value === 'number' ? value : String(value)));
-      const text = (value: string | number) => String(value);
+        .map((value: unknown) => (typeof value === 'number' || Array.isArray(value) ? value : String(value)));
+      const text = (value: unknown) => String(value);
       const held = owner !== '' && Number(ttl) > 0 && token !== '';
       const tail = historyOf(text(tailValue), name);
-      const runs = [newest, segment].flatMap((value) => historyOf(text(value), name).runs);
+      // The list's two newest elements: the end of a run can come before the start that a hand-over moved there.
+      const elements = Array.isArray(newest) ? (newest as unknown[]) : [];
+      const runs = [...elements, segment].flatMap((value) => historyOf(text(value), name).runs);
       const [lastRun = null] = newestFirst(latest([...runs, ...tail.runs]), 1, null);
       // The last success: the tail's holding's, or the one before it that `ok` tells; with the failures since.
       const listOk = ok === '' ? 0 : integerReply('readFleet', ok);

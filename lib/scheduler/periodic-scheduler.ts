@@ -177,6 +177,8 @@ export class PeriodicScheduler {
   readonly #history: HistorySettings;
   /** The run history, when it is not the fleet's. */
   #runHistory: LocalHistory | undefined;
+  /** The latest run this replica recorded in the fleet's history: its own last run, while the store is away. */
+  #lastRecorded: PeriodicRunEntry | undefined;
   /** What the job did, made when it first has something to count. */
   #record: JobRecord | undefined;
   /**
@@ -1153,8 +1155,10 @@ export class PeriodicScheduler {
       error: null,
     };
     run.record = entry;
-    if (fleet !== undefined) fleet.record(entry, keep, this.#recordsAtOnce);
-    else (this.#runHistory ??= new LocalHistory(keep)).record(entry);
+    if (fleet !== undefined) {
+      this.#lastRecorded = entry;
+      fleet.record(entry, keep, this.#recordsAtOnce);
+    } else (this.#runHistory ??= new LocalHistory(keep)).record(entry);
   }
 
   /** The replica whose store keeps the job's history: an exclusive job's, when its coordinator keeps one. */
@@ -1240,7 +1244,7 @@ export class PeriodicScheduler {
             at: Date.now(),
           })
         : null,
-      lastRun: this.#runHistory?.read(1, null)[0] ?? null,
+      lastRun: this.#runHistory?.read(1, null)[0] ?? this.#lastRecorded ?? null,
       lastSucceededAt: succeeded === undefined || Number.isNaN(succeeded) ? null : succeeded,
       consecutiveFailures: record?.consecutiveFailures ?? 0,
     };

@@ -23,7 +23,7 @@ import { messageOf } from './errors.js';
 export interface LeaseHolder {
   /** The lease is taken, with the job's schedule as the store keeps it. */
   leaseAcquired(fencingToken: number, schedule: PeriodicFleetSchedule | null): void;
-  /** The lease is lost (not given up on purpose): the job's runs are stopped. */
+  /** The lease is no longer held: lost, or handed over once the job was idle. Its runs are stopped. */
   leaseLost(reason: string): void;
   /** Runs in flight, retries waiting, or a claim pending: a lease handed over to another replica waits for them to end. */
   readonly busy: boolean;
@@ -422,7 +422,8 @@ export class Replica {
   }
 
   private async flushReleases(): Promise<void> {
-    void this.flushRuns();
+    // The records of the runs drained go first: the replica that takes a lease next finds their ends.
+    await this.flushRuns();
     const releases = this.releases;
     this.releases = [];
     const held = releases.flatMap((release) => (release.held === undefined ? [] : [release.held]));
@@ -633,6 +634,7 @@ export class Replica {
     const { name, fencingToken } = lease;
     // Not held from now on: no tick starts a run while the slot is given back, which the next holder runs.
     lease.phase = 'givingUp';
+    lease.holder.leaseLost("handed over: the fleet's spread gives the job to another replica");
     void lease.holder.givingUp().then(() => {
       if (lease.phase === 'givingUp') lease.phase = 'competing';
       if (lease.fencingToken !== fencingToken) return;

@@ -1,5 +1,5 @@
 // The Lua scripts against a real Redis, and exclusive jobs of two applications sharing it.
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it, jest } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
@@ -369,6 +369,108 @@ describeRedis('the Lua scripts', () => {
     });
     expect(sent).toHaveBeenCalledTimes(2);
     sent.mockRestore();
+  });
+
+  it('a lease that another holds with the same epoch (a key set by hand, or by a replica of an older version) is not renewed unchecked', async () => {
+    const a = { owner: 'owner-a', replica: 'a', jobs: 'j' };
+    const [taken] = (await coordinator.heartbeat({ member: a, renew: [], acquire: ['x'] })).acquired;
+    await redis.set(`${prefix}x`, 'owner-z', 'PX', 60_000);
+    const renew = [{ name: 'x', fencingToken: taken!.fencingToken }];
+    await expect(coordinator.heartbeat({ member: a, renew, acquire: [] })).resolves.toMatchObject({
+      renewed: [false],
+    });
+    expect(await redis.pttl(`${prefix}x`)).toBeGreaterThan(leaseMs);
+  });
+
+  describe('the runs of a job that changes hands', () => {
+    const member = (owner: string) => ({ owner, replica: owner, jobs: 'j' });
+    const take = async (by: RedisCoordinator, owner: string) =>
+      (await by.heartbeat({ member: member(owner), renew: [], acquire: ['job'] })).acquired[0]!.fencingToken;
+    const run = (
+      jobId: number,
+      fencingToken: number,
+      reason: PeriodicRunEntry['reason'],
+      durationMs = 5,
+    ): PeriodicRunEntry => ({
+      id: `r#${jobId}`,
+      name: 'job',
+      jobId,
+      replica: 'r',
+      fencingToken,
+      slot: 1000 * jobId,
+      origin: 'schedule',
+      attempt: 1,
+      startedAt: 1000 * jobId,
+      finishedAt: reason === null ? null : 1000 * jobId + durationMs,
+      reason,
+      durationMs: reason === null ? null : durationMs,
+      error: null,
+    });
+
+    it('keep the latest `keep` at least when every holding is short, each handed over as a tail of a run', async () => {
+      const [a, b] = [make(), make()];
+      for (let jobId = 1; jobId <= 40; jobId++) {
+        const [by, owner] = jobId % 2 === 0 ? [a, 'owner-a'] : [b, 'owner-b'];
+        const fencingToken = await take(by, owner);
+        await by.recordRuns([run(jobId, fencingToken, 'normal')], 30);
+        await by.releaseAll(owner, [{ name: 'job', fencingToken }], false);
+      }
+      await take(a, 'owner-a');
+      const read = await make().readHistory('job', 30, null, 30);
+      expect(read.map(({ jobId }) => jobId)).toEqual(Array.from({ length: 30 }, (_, i) => 40 - i));
+    });
+
+    it('a tail written after its holding was handed over (a write delayed past the lease) is dropped when its replica takes the job again', async () => {
+      const [a, b] = [make(), make()];
+      const first = await take(a, 'owner-a');
+      await a.recordRuns([run(1, first, 'error')], 10);
+      const tail = await redis.hget(`${prefix}tails\nowner-a`, 't:job');
+      await a.releaseAll('owner-a', [{ name: 'job', fencingToken: first }], false);
+      const second = await take(b, 'owner-b');
+      // a's write of the same tail lands late, after b took the job and moved it.
+      await redis.hset(`${prefix}tails\nowner-a`, 't:job', tail!);
+      await b.releaseAll('owner-b', [{ name: 'job', fencingToken: second }], false);
+      await take(a, 'owner-a');
+      expect(await redis.hexists(`${prefix}tails\nowner-a`, 't:job')).toBe(0);
+      const [read] = await make().readFleet(['job']);
+      expect(read).toMatchObject({ consecutiveFailures: 1, lastRun: run(1, first, 'error') });
+      await expect(make().readHistory('job', 10, null, 10)).resolves.toEqual([run(1, first, 'error')]);
+    });
+
+    it('the end of a run recorded after its lease was given up is its last run, when its replica takes the job again', async () => {
+      const first = await take(coordinator, 'owner-a');
+      await coordinator.recordRuns([run(1, first, null)], 10);
+      await coordinator.releaseAll('owner-a', [{ name: 'job', fencingToken: first }], false);
+      await coordinator.recordRuns([run(1, first, 'leaseLost')], 10);
+      await take(coordinator, 'owner-a');
+      const [read] = await make().readFleet(['job']);
+      expect(read.lastRun).toEqual(run(1, first, 'leaseLost'));
+    });
+
+    it('a run of 0 ms is read back as 0 ms; what is not a run is skipped', async () => {
+      const fencingToken = await take(coordinator, 'owner-a');
+      await coordinator.recordRuns([run(1, fencingToken, 'normal', 0)], 10);
+      await redis.rpush(`${prefix}runs\njob`, 'S\n["r",1,""]\nnot json', '{"id":3}', 'a format of tomorrow');
+      await expect(make().readHistory('job', 10, null, 10)).resolves.toEqual([
+        run(1, fencingToken, 'normal', 0),
+      ]);
+    });
+
+    it('a tail that Redis refuses fails no claim: the records wait for their own answer', async () => {
+      const client: RedisClient = {
+        eval: redis.eval.bind(redis) as RedisClient['eval'],
+        evalsha: redis.evalsha.bind(redis) as RedisClient['evalsha'],
+        call: () => Promise.reject(new Error('ERR refused')),
+      };
+      const refusing = make({ client });
+      const fencingToken = await take(refusing, 'owner-a');
+      const recorded = refusing.recordRuns([run(1, fencingToken, null)], 10).catch((error: Error) => error);
+      const claimed = refusing.writeSchedules('owner-a', [
+        { name: 'job', fencingToken, schedule: { grid: 'every 1000 regular', last: 5000, next: 6000 } },
+      ]);
+      await expect(claimed).resolves.toEqual([true]);
+      expect(await recorded).toEqual(new Error('ERR refused'));
+    });
   });
 
   it('a job named like another job plus a suffix has its own lease and counter', async () => {

@@ -133,6 +133,8 @@ describe("an exclusive job's history and status are the fleet's", () => {
       holder: { replica: holder.name },
       lastSlot: null,
       nextSlot: null,
+      // Its own last run: the second, at 1000 ms.
+      lastRun: { jobId: 2, reason: 'normal', replica: holder.name },
       store: { reachable: false, lastError: expect.stringMatching(/no answer/) },
     });
     expect(holder.scheduler.status().lease).toEqual({
@@ -233,6 +235,48 @@ describe('the records of runs on their way to the store', () => {
       ['claims', 2020, ['c']],
       ['records', 2020, ['c normal']],
     ]);
+  });
+});
+
+/** A slow store that notes when the records of runs were answered and when leases were given up. */
+class Ordered extends Slow {
+  readonly steps: string[] = [];
+
+  override async recordRuns(...args: Parameters<InMemoryCoordinator['recordRuns']>) {
+    await super.recordRuns(...args);
+    this.steps.push(`recorded ${args[0].map((run) => run.reason ?? 'started').join(', ')}`);
+  }
+
+  override async releaseAll(...args: Parameters<InMemoryCoordinator['releaseAll']>) {
+    this.steps.push(`released ${args[1].map((lease) => lease.name).join(', ')}`);
+    return super.releaseAll(...args);
+  }
+}
+
+describe('a replica that stops', () => {
+  it('gives a lease up once the store has the end of its last run: the next holder hands over whole histories', async () => {
+    const store = new Ordered();
+    store.delay = 100;
+    const replica = new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), 'r1');
+    const scheduler = new PeriodicScheduler(
+      {
+        name: 'job',
+        every: 1000,
+        exclusive: true,
+        coordinator: store,
+        run: () => new Promise((resolve) => setTimeout(resolve, 300)),
+      },
+      undefined,
+      { replica },
+    );
+    scheduler.start();
+    await advance(1100);
+    const stopped = scheduler.stop();
+    await advance(1000);
+    await stopped;
+    // The run in flight is stopped, and its end recorded, before the lease goes.
+    expect(store.steps).toEqual(['recorded started', 'recorded shutdown', 'released job']);
+    expect((await store.readHistory('job', 1, null))[0].reason).toBe('shutdown');
   });
 });
 

@@ -64,10 +64,13 @@ interface Run {
 function fleet(jobs: number, { every = 1000, lasting = 0 } = {}) {
   const store = new InMemoryCoordinator({ leaseMs: LEASE_MS });
   const runs: Run[] = [];
+  /** The leaseAcquired and leaseLost events of each replica, in order. */
+  const events: string[] = [];
   const replicas = new Map<string, { schedulers: PeriodicScheduler[]; link: Link }>();
   const names = (count: number, prefix = 'job') => Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
   return {
     runs,
+    events,
     names,
     /** Starts a replica of the jobs `only` (all `jobs` by default). */
     start(replica: string, only = names(jobs)) {
@@ -91,7 +94,10 @@ function fleet(jobs: number, { every = 1000, lasting = 0 } = {}) {
                 run.to = Date.now();
               },
             },
-            () => undefined,
+            (event) => {
+              if (event.type === 'leaseAcquired') events.push(`${replica} acquired ${job}`);
+              if (event.type === 'leaseLost') events.push(`${replica} lost ${job}: ${event.reason}`);
+            },
             { replica: fleetReplica },
           ),
       );
@@ -227,6 +233,17 @@ describe('the spread of jobs over the replicas', () => {
     await advance(5000);
     await jobs.stopAll();
     expect(jobs.runs.some((run) => run.replica === 'b')).toBe(true);
+    // Each job b took, a said it no longer holds, before b took it.
+    const handed = jobs.events.filter((event) => event.startsWith('b acquired'));
+    expect(handed).toHaveLength(30);
+    for (const event of handed) {
+      const job = event.slice('b acquired '.length);
+      const lost = jobs.events.indexOf(
+        `a lost ${job}: handed over: the fleet's spread gives the job to another replica`,
+      );
+      expect(lost).toBeGreaterThanOrEqual(0);
+      expect(lost).toBeLessThan(jobs.events.indexOf(event));
+    }
     for (const ofJob of byJob(jobs.runs).values()) {
       // The runs of one replica may overlap (onOverlap: 'run'), those of two never.
       const a = ofJob.filter((run) => run.replica === 'a');
