@@ -936,7 +936,8 @@ export class RedisCoordinator implements PeriodicCoordinator {
     writes: PeriodicScheduleWrite[],
     records: Records | undefined,
   ): Promise<PeriodicScheduleWritten[]> {
-    const lists = records?.lists.empty === false ? records.lists : undefined;
+    // The first script of records for the lists goes with the writes, the others on their own.
+    const [lists, ...more] = records?.lists.filter((batch) => !batch.empty) ?? [];
     const answers =
       owner !== undefined
         ? this.#writeHeldStep(owner, writes, lists)
@@ -944,7 +945,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
           ? this.#writeSchedulesStep('', [], lists)
           : Promise.resolve([]);
     if (records !== undefined) {
-      const sent = [...this.#sendTails(records.tails), ...(lists === undefined ? [] : [answers])];
+      const sent = [
+        ...(lists === undefined ? [] : [answers]),
+        ...more.map((batch) => this.#writeSchedulesStep('', [], batch)),
+        ...this.#sendTails(records.tails),
+      ];
       Promise.all(sent).then(
         () => records.waiting.forEach(({ resolve }) => resolve()),
         (error: unknown) => records.waiting.forEach(({ reject }) => reject(error)),
@@ -953,16 +958,21 @@ export class RedisCoordinator implements PeriodicCoordinator {
     return answers;
   }
 
-  /** The fields of the histories of the jobs held that have new records (RunTail), in one HSET per owner. */
+  /** The fields of the histories of the jobs held that have new records (RunTail), an HSET per owner and STEP jobs. */
   #sendTails(tails: Map<Holding, PeriodicRunEntry[]>): Promise<unknown>[] {
-    const fields = new Map<string, string[]>();
+    const commands = new Map<string, { jobs: number; pairs: string[] }[]>();
     for (const [{ owner, tail }, runs] of tails) {
       for (const run of runs) tail.add(run);
-      const pairs = fields.get(owner) ?? [];
-      pairs.push(...tail.fields(this.#keep));
-      fields.set(owner, pairs);
+      const ofOwner = commands.get(owner) ?? [];
+      if (ofOwner.length === 0 || ofOwner.at(-1)!.jobs === STEP) ofOwner.push({ jobs: 0, pairs: [] });
+      const command = ofOwner.at(-1)!;
+      command.jobs++;
+      command.pairs.push(...tail.fields(this.#keep));
+      commands.set(owner, ofOwner);
     }
-    return [...fields].map(([owner, pairs]) => this.#client.call!('HSET', this.#tails(owner), ...pairs));
+    return [...commands].flatMap(([owner, ofOwner]) =>
+      ofOwner.map(({ pairs }) => this.#client.call!('HSET', this.#tails(owner), ...pairs)),
+    );
   }
 
   /**
@@ -1111,7 +1121,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
           this.#open.add(run.id);
           if (this.#open.size > OPEN_KEPT) this.#open.delete(this.#open.values().next().value!);
         }
-        batch.lists.add(run, this.#runs(run.name), record, replaces ? mark.length : undefined);
+        batch.list().add(run, this.#runs(run.name), record, replaces ? mark.length : undefined);
       }
     });
   }
@@ -1306,8 +1316,14 @@ class Records {
   readonly waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
   /** The runs of jobs held, for their tails, in the order they were recorded. */
   readonly tails = new Map<Holding, PeriodicRunEntry[]>();
-  /** The others, for the lists. */
-  readonly lists = new RecordBatch();
+  /** The others, for the lists: a script for each STEP records, in order. */
+  readonly lists = [new RecordBatch()];
+
+  /** The batch that takes the next record for a list. */
+  list(): RecordBatch {
+    if (this.lists.at(-1)!.size >= STEP) this.lists.push(new RecordBatch());
+    return this.lists.at(-1)!;
+  }
 }
 
 /** Records of runs to send to their lists in one script, in RECORD's sections. */
@@ -1345,7 +1361,12 @@ class RecordBatch {
   }
 
   get empty(): boolean {
-    return this.#outcomes.size === 0 && this.#lists.replacing.length + this.#lists.fresh.length === 0;
+    return this.#outcomes.size === 0 && this.size === 0;
+  }
+
+  /** How many records it holds. */
+  get size(): number {
+    return this.#lists.replacing.length + this.#lists.fresh.length;
   }
 
   keys(): string[] {

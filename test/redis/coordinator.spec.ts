@@ -382,6 +382,44 @@ describeRedis('the Lua scripts', () => {
     expect(await redis.pttl(`${prefix}x`)).toBeGreaterThan(leaseMs);
   });
 
+  it('the records of thousands of runs go in scripts and HSETs of 2,000 jobs at most, all read back', async () => {
+    const member = { owner: 'owner-a', replica: 'a', jobs: 'j' };
+    const names = Array.from({ length: 4500 }, (_, i) => `job-${i}`);
+    const { acquired } = await coordinator.heartbeat({ member, renew: [], acquire: names });
+    const run = (name: string, fencingToken: number | null): PeriodicRunEntry => ({
+      id: `r#${name}`,
+      name,
+      jobId: 1,
+      replica: 'a',
+      fencingToken,
+      slot: 1000,
+      origin: 'schedule',
+      attempt: 1,
+      startedAt: 1000,
+      finishedAt: 1003,
+      reason: 'normal',
+      durationMs: 3,
+      error: null,
+    });
+    const sent = jest.spyOn(redis, 'evalsha');
+    const plain = jest.spyOn(redis, 'call');
+    // The runs of the jobs held go to their tails; under a token of no holding, to their lists.
+    await coordinator.recordRuns(
+      names.flatMap((name, i) => [
+        run(name, acquired[i]!.fencingToken),
+        { ...run(name, 1), id: `old#${name}` },
+      ]),
+      10,
+    );
+    const lists = sent.mock.calls.map((call) => Number(call[1]) - 1);
+    expect(lists).toEqual([2000, 2000, 500]);
+    expect(plain.mock.calls.map((call) => (call.length - 2) / 2)).toEqual([2000, 2000, 500]);
+    sent.mockRestore();
+    plain.mockRestore();
+    const read = await make().readHistory('job-4499', 10, null, 10);
+    expect(read.map(({ id }) => id).sort()).toEqual(['old#job-4499', 'r#job-4499']);
+  });
+
   describe('the runs of a job that changes hands', () => {
     const member = (owner: string) => ({ owner, replica: owner, jobs: 'j' });
     const take = async (by: RedisCoordinator, owner: string) =>
