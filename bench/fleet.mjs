@@ -61,8 +61,11 @@ async function matrix() {
   const chosen = (row) => (store ?? row.store) === row.store && Number(every ?? row.every) === row.every;
   const same = (a, b) => ['store', 'peer', 'jobs', 'replicas', 'every'].every((key) => a[key] === b[key]);
   const again = store !== undefined || every !== undefined;
-  const kept = again && existsSync(results) ? JSON.parse(readFileSync(results, 'utf8')).results : [];
-  const done = kept.filter((result) => !chosen(result));
+  const before = again && existsSync(results) ? JSON.parse(readFileSync(results, 'utf8')) : { results: [] };
+  // Each row keeps the day it was measured on.
+  const done = before.results
+    .filter((result) => !chosen(result))
+    .map((result) => ({ date: before.date, ...result }));
   const date = new Date().toISOString();
   for (const settings of grid.filter(chosen)) {
     const result = await scenario({
@@ -71,8 +74,10 @@ async function matrix() {
       // Four slots of a job every 5 s at least in the part of the window that is checked.
       windowS: settings.every > 1000 ? 30 : 20,
       kill: false,
+      history: 'on',
       ...settings,
     });
+    result.date = new Date().toISOString();
     console.log(JSON.stringify(result));
     done.push(result);
     done.sort((a, b) => grid.findIndex((row) => same(row, a)) - grid.findIndex((row) => same(row, b)));
@@ -308,10 +313,8 @@ async function redis() {
     reset: () => client.config('RESETSTAT'),
     async schedule(jobs, every) {
       const { Queue } = await import('bullmq');
-      const queue = new Queue('bench', {
-        connection: new Redis(url, { maxRetriesPerRequest: null }),
-        prefix: 'bench:',
-      });
+      const connection = new Redis(url, { maxRetriesPerRequest: null });
+      const queue = new Queue('bench', { connection, prefix: 'bench:' });
       for (let i = 0; i < jobs; i += 100) {
         await Promise.all(
           Array.from({ length: Math.min(100, jobs - i) }, (_, k) =>
@@ -320,6 +323,8 @@ async function redis() {
         );
       }
       await queue.close();
+      // BullMQ leaves a connection it was given open.
+      connection.disconnect();
     },
     async stop() {
       client.disconnect();

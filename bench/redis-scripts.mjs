@@ -2,8 +2,10 @@
 // leases and, round after round, claims the next slot of STEP of them per script, with the records of their
 // last runs (one each, a success) riding along, and renews them all every third round, as a replica does
 // with jobs every second and the default lease. Redis's own count of the time inside the scripts (`INFO
-// commandstats`, `evalsha`, taken before and after) divided by the claims is the figure: it moves much less
-// from one run to the next than the fleet benchmark's, whose replicas and timers share the machine with Redis.
+// commandstats`, `evalsha`, taken before and after) divided by the claims, and its whole CPU likewise, are the
+// figures: they move much less from one run to the next than the fleet benchmark's, whose replicas and timers
+// share the machine with Redis. The records of the jobs held go to their tails as plain HSETs, outside the
+// scripts: only Redis's whole CPU counts them.
 // Run it on an idle Redis: other clients' scripts would count too. The keys are removed at the end.
 //
 //   npm run build && node bench/redis-scripts.mjs [--jobs 2000] [--step 80] [--rounds 600] [--history off]

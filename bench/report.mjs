@@ -338,6 +338,8 @@ export function fleet() {
       r.slotsTwice,
       r.settleS === undefined ? '' : `${r.settleS} s`,
       failover(r),
+      r.peer === 'bullmq' ? '–' : (r.history ?? 'off'),
+      (r.date ?? date).slice(0, 10),
     ];
   });
   const head = [
@@ -355,13 +357,15 @@ export function fleet() {
     'run twice',
     'settled in',
     'failover p50 / max',
+    'run history',
+    'measured',
   ];
   return [
     '',
     '## 8. Fleet: exclusive jobs across replica processes on one store',
     '',
     'Written by `node bench/fleet.mjs --matrix` (after `npm run build`); the raw figures, with the commands that',
-    `cost Redis most, are in \`bench/results/fleet.json\` (run ${date}; Node ${machine.node}, ${machine.cpus} cores,`,
+    `cost Redis most, are in \`bench/results/fleet.json\` (last run ${date}; Node ${machine.node}, ${machine.cpus} cores,`,
     'replicas and stores on the same machine). Each scenario has a store of its own (a redis-server on a free',
     'port, without persistence; a table of its own in PostgreSQL), forks the replicas (Nest applications whose',
     'jobs are added with `registry.add(name, fn, { every, exclusive: true })`, `leaseMs` 10 s), waits for the',
@@ -371,6 +375,8 @@ export function fleet() {
     'replica\'s CPU, and each run\'s slot. "Slots run" is the share of the slots due in the window that ran; a',
     'failover kills one replica of four with SIGKILL and times, for each job it held, until another took its',
     'lease. BullMQ: one `upsertJobScheduler` per job, one Worker per replica (concurrency 100) on the same Redis.',
+    '"Run history": the module\'s `history` option (SPEC 18; on by default, every run recorded in the store).',
+    '`--matrix --store redis` measures the rows of one store again and keeps the others, each with its day.',
     '',
     `| ${head.join(' | ')} |`,
     `|${head.map(() => ' --- ').join('|')}|`,
