@@ -592,7 +592,8 @@ return taken`;
  * holder (empty if none), its time to live in ms, the field token of the hash, the last and next slots of its
  * schedule field, the fields grid, pause, ok and failed (each empty when missing), the two newest elements of
  * its list (a record, or a segment of them: the list is in the order runs were handed over or recorded, a record
- * replaced in place when its run ends), and the tail of its history and its latest segment (HISTORY); first of all, Redis's clock in ms.
+ * replaced in place when its run ends), and the tail of its history and its latest segment (HISTORY); first of
+ * all, Redis's clock in ms.
  */
 const READ_FLEET = `${SCHEDULE}${HISTORY}
 local time = redis.call('TIME')
