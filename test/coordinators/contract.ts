@@ -24,6 +24,36 @@ export interface ContractSubject {
  * at 0.6 of it, so a sleep may overrun by 0.4 of it), short enough to wait for in a test.
  */
 const LEASE = 600;
+/** The slot of run 1 of the records' checks; run `i` is for the slot `i - 1` seconds after it. */
+const AT = 1_700_000_000_000;
+
+/**
+ * Run `i` of job `name` in `replica` under `fencingToken`, started at its slot: in flight (`reason` null), or ended
+ * 5 ms later, with an error to keep whole if it failed with `'error'`.
+ */
+function runEntry(
+  name: string,
+  i: number,
+  fencingToken: number,
+  reason: PeriodicRunEntry['reason'],
+  replica = `replica-${fencingToken}`,
+): PeriodicRunEntry {
+  return {
+    id: `${replica}/${name}#${i}`,
+    name,
+    jobId: i,
+    replica,
+    fencingToken,
+    slot: AT + i * 1000,
+    origin: 'schedule',
+    attempt: 1,
+    startedAt: AT + i * 1000,
+    finishedAt: reason === null ? null : AT + i * 1000 + 5,
+    reason,
+    durationMs: reason === null ? null : 5.25,
+    error: reason === 'error' ? { name: 'TypeError', message: 'a "quoted",\nmessage' } : null,
+  };
+}
 
 export function coordinatorContract(subject: ContractSubject): [string, () => Promise<void>][] {
   let jobs = 0;
@@ -256,7 +286,6 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
     const store = await recorded(LEASE);
     if (store === undefined) return;
     const [name, neighbour] = [job(), job()];
-    const at = 1_700_000_000_000;
     // Recorded by the replica that holds the job's lease, or by one that holds nothing.
     const a = owner();
     const taken = held ? await store.heartbeat({ member: member(a), renew: [], acquire: [name] }) : undefined;
@@ -265,21 +294,8 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
     const beating = held
       ? setInterval(() => void store.heartbeat({ member: member(a), renew, acquire: [] }), LEASE / 4)
       : undefined;
-    const run = (i: number, ended: PeriodicRunEntry['reason']) => ({
-      id: `r1/${name}#${i}`,
-      name,
-      jobId: i,
-      replica: 'r1',
-      fencingToken,
-      slot: at + i * 1000,
-      origin: 'schedule' as const,
-      attempt: 1,
-      startedAt: at + i * 1000,
-      finishedAt: ended === null ? null : at + i * 1000 + 5,
-      reason: ended,
-      durationMs: ended === null ? null : 5.25,
-      error: ended === 'error' ? { name: 'TypeError', message: 'a "quoted",\nmessage' } : null,
-    });
+    const run = (i: number, ended: PeriodicRunEntry['reason']) =>
+      runEntry(name, i, fencingToken, ended, 'r1');
     try {
       // A run starts (recorded open), another starts and ends in one record, then the first ends.
       await store.recordRuns([run(1, null)], 3);
@@ -294,10 +310,10 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         run(2, 'error'),
       ]);
       assert.deepEqual(await store.readHistory(name, 1, null), [run(4, 'error')]);
-      assert.deepEqual(await store.readHistory(name, 10, at + 4000), [run(3, 'timeout'), run(2, 'error')]);
+      assert.deepEqual(await store.readHistory(name, 10, AT + 4000), [run(3, 'timeout'), run(2, 'error')]);
       const [fleet, other, unknown] = await store.readFleet([name, neighbour, job()]);
-      // 2 failed, then 1 succeeded (recorded after it, ending at at + 1005), then 3 and 4 failed.
-      assert.equal(fleet.lastSucceededAt, at + 1005);
+      // 2 failed, then 1 succeeded (recorded after it, ending at AT + 1005), then 3 and 4 failed.
+      assert.equal(fleet.lastSucceededAt, AT + 1005);
       assert.equal(fleet.consecutiveFailures, 2);
       assert.deepEqual(fleet.lastRun, run(4, 'error'));
       assert.equal(other.lastRun?.reason, null);
@@ -309,11 +325,11 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
       // In one step, in order: a success then a failure counts that failure; a failure then a success, none.
       await store.recordRuns([run(6, 'normal'), run(7, 'timeout')], 3);
       const [failedLast] = await store.readFleet([name]);
-      assert.equal(failedLast.lastSucceededAt, at + 6005);
+      assert.equal(failedLast.lastSucceededAt, AT + 6005);
       assert.equal(failedLast.consecutiveFailures, 1);
       await store.recordRuns([run(8, 'error'), run(9, 'normal')], 3);
       const [succeededLast] = await store.readFleet([name]);
-      assert.equal(succeededLast.lastSucceededAt, at + 9005);
+      assert.equal(succeededLast.lastSucceededAt, AT + 9005);
       assert.equal(succeededLast.consecutiveFailures, 0);
       assert.deepEqual(unknown, {
         name: unknown.name,
@@ -336,7 +352,7 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
       );
       const [afterLater] = await store.readFleet([name]);
       assert.deepEqual(afterLater.lastRun, run(50, 'error'));
-      assert.equal(afterLater.lastSucceededAt, at + 10_005);
+      assert.equal(afterLater.lastSucceededAt, AT + 10_005);
       assert.equal(afterLater.consecutiveFailures, 40);
       await store.recordRuns([run(51, null)], 2);
       await store.recordRuns(
@@ -619,23 +635,9 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         const store = await recorded(LEASE);
         if (store === undefined) return;
         const [a, b, name] = [owner(), owner(), job()];
-        const at = 1_700_000_000_000;
         const schedule = (last: number) => ({ grid: 'every 1000 regular', last, next: last + 1000 });
-        const run = (i: number, fencingToken: number, ended: PeriodicRunEntry['reason']) => ({
-          id: `${fencingToken}/${name}#${i}`,
-          name,
-          jobId: i,
-          replica: `replica ${fencingToken}`,
-          fencingToken,
-          slot: at + i * 1000,
-          origin: 'schedule' as const,
-          attempt: 1,
-          startedAt: at + i * 1000,
-          finishedAt: ended === null ? null : at + i * 1000 + 5,
-          reason: ended,
-          durationMs: ended === null ? null : 5,
-          error: null,
-        });
+        const run = (i: number, fencingToken: number, ended: PeriodicRunEntry['reason']) =>
+          runEntry(name, i, fencingToken, ended);
         const first = (await store.heartbeat({ member: member(a), renew: [], acquire: [name] })).acquired[0]!
           .fencingToken;
         assert.deepEqual(
@@ -667,7 +669,7 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         ]);
         const [read] = await store.readFleet([name]);
         assert.deepEqual(read.lastRun, run(4, fencingToken, 'error'));
-        assert.equal(read.lastSucceededAt, at + 3005);
+        assert.equal(read.lastSucceededAt, AT + 3005);
         assert.equal(read.consecutiveFailures, 1);
         await store.releaseAll(b, [{ name, fencingToken }], true);
         await store.releaseAll(a, [], true);
