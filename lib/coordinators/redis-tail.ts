@@ -8,9 +8,9 @@ export const SEGMENT = 8;
 
 /**
  * The latest runs of a job on Redis, as the replica that holds its lease records them (SPEC 18), in the hash
- * `<keyPrefix>tails\n<owner>`, which only that owner writes: the tail of the job's history, the field `t:<name>`;
- * and once the tail holds SEGMENT ended runs, they go to a segment, in a ring of `slots` fields `s<i>:<name>`
- * written over the oldest, enough for the latest `keep` runs. A replica that takes the lease moves the tail and
+ * `<keyPrefix>tails\n<owner>`, which only that owner writes (others only delete from it, as they take its jobs):
+ * the tail of the job's history, the field `t:<name>`; and once the tail holds SEGMENT ended runs, they go to a
+ * segment, in a ring of `slots` fields `s<i>:<name>` written over the oldest, enough for the latest `keep` runs. A replica that takes the lease moves the tail and
  * the segments of the holder before to the end of the job's list (HAND_OVER), and a reader takes the latest
  * holder's with the list.
  *
@@ -20,7 +20,7 @@ export const SEGMENT = 8;
  * segment is `S`, the line of what its runs share, then a run per line. A run is kept in a few bytes (`compact`):
  * a tail is rewritten whole with each step of records, and Redis's work grows with its length.
  *
- * Since nobody else writes the hash, the holder sends its fields as they are, in one HSET per step with no script
+ * Since nobody else writes a field of the hash, the holder sends its fields as they are, in one HSET per step with no script
  * and no check: a run costs Redis about a field of a hash of its owner's jobs (docs/replicas.md, "What it
  * costs"), where an append to a list of the job's cost several times as much.
  */
