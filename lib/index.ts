@@ -51,5 +51,6 @@ export {
   PeriodicAbortError,
   PeriodicConfigError,
   PeriodicNotFoundError,
+  PeriodicStoreError,
   PeriodicTimeoutError,
 } from './scheduler/errors.js';

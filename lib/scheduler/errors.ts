@@ -26,6 +26,14 @@ export class PeriodicNotFoundError extends Error {
   override readonly name = 'PeriodicNotFoundError';
 }
 
+/**
+ * The coordinator's store did not answer, or refused, a call the caller waits for (`pause`, `resume`, `history`,
+ * `audit`): nothing of it may be known to have happened. The dashboard answers it with 503 `storeUnreachable`.
+ */
+export class PeriodicStoreError extends Error {
+  override readonly name = 'PeriodicStoreError';
+}
+
 /** `syncTick` gave up waiting for its run; the run itself goes on. */
 export class PeriodicTimeoutError extends Error {
   override readonly name = 'PeriodicTimeoutError';

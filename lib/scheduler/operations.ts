@@ -1,7 +1,7 @@
 // Operations on a job (pause, resume, trigger): who asked, checked, and the audit trail of a job that is not
 // the fleet's, kept in memory. An exclusive job's are kept by its coordinator (SPEC 17, 18).
 import { NoAnswer, type PeriodicOperation } from './coordinator-port.js';
-import { messageOf } from './errors.js';
+import { messageOf, PeriodicStoreError } from './errors.js';
 import { checkedOptions, type OptionRule } from './rules.js';
 
 /** Who asks for an operation, and why, as `pause`, `resume` and `trigger` take them. */
@@ -95,7 +95,7 @@ export class LocalAudit {
  * The error of an operation the store did not take: it refused it (nothing changed), or did not answer in time
  * (it may still carry it out when it does).
  */
-export function notRecorded(name: string, action: string, error: unknown): Error {
+export function notRecorded(name: string, action: string, error: unknown): PeriodicStoreError {
   const what = `${action}() of job "${name}" failed`;
   const message =
     error instanceof NoAnswer
@@ -103,5 +103,5 @@ export function notRecorded(name: string, action: string, error: unknown): Error
         `it does. Read audit() to see whether it did, or ask again: ${action}() can be repeated.`
       : `${what}: the coordinator's store did not take it (${messageOf(error)}); nothing changed in the fleet. ` +
         'Try again once the store answers.';
-  return new Error(message, { cause: error });
+  return new PeriodicStoreError(message, { cause: error });
 }

@@ -25,7 +25,14 @@ import {
   unwatchSystemTime,
   watchSystemTime,
 } from './deadline-timer.js';
-import { describeValue, isError, messageOf, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
+import {
+  describeValue,
+  isError,
+  messageOf,
+  PeriodicConfigError,
+  PeriodicStoreError,
+  PeriodicTimeoutError,
+} from './errors.js';
 import {
   FAILED_RUNS,
   type JobExitReason,
@@ -1076,7 +1083,7 @@ export class PeriodicScheduler {
     const entries =
       store !== undefined
         ? await store.readAudit(this.name, limit).catch((error: unknown) => {
-            throw new Error(
+            throw new PeriodicStoreError(
               `audit() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
                 'Try again once the store answers.',
               { cause: error },
@@ -1187,7 +1194,7 @@ export class PeriodicScheduler {
     const entries = await fleet.calls
       .readHistory(this.name, limit, before, this.#kept)
       .catch((error: unknown) => {
-        throw new Error(
+        throw new PeriodicStoreError(
           `history() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
             'Try again once the store answers.',
           { cause: error },
