@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { describeValue, isError } from '../scheduler/errors.js';
+import { describeValue, isError, oneLine } from '../scheduler/errors.js';
 import type { JobExitReason, PeriodicEvent, PeriodicEventType } from '../scheduler/events.js';
 import { LOGGER_CONTEXT } from './constants.js';
 
@@ -99,9 +99,11 @@ export function eventLogger(
   const line = (kind: PeriodicLogKind, message: string, stack?: string): void => {
     const level = levels[kind];
     if (level === false) return;
-    // Only the error levels of Nest's Logger take a stack; at the others it would be read as the context.
-    if (stack !== undefined && (level === 'error' || level === 'fatal')) logger[level](message, stack);
-    else logger[level](message);
+    // Names, notes and errors may be anyone's words: each line is one line, whatever they hold. Only the error
+    // levels of Nest's Logger take a stack; at the others it would be read as the context.
+    if (stack !== undefined && (level === 'error' || level === 'fatal')) {
+      logger[level](oneLine(message), oneLine(stack));
+    } else logger[level](oneLine(message));
   };
   const failure = (kind: PeriodicLogKind, what: string, error: unknown): void =>
     line(kind, ...failureLine(what, error));
@@ -198,7 +200,9 @@ function ordinal(count: number): string {
 
 /** `<what>: <message>` at error level, with the stack when the value thrown is an `Error`. */
 export function logError(logger: Logger, what: string, error: unknown): void {
-  logger.error(...failureLine(what, error));
+  const [message, stack] = failureLine(what, error);
+  if (stack === undefined) logger.error(oneLine(message));
+  else logger.error(oneLine(message), oneLine(stack));
 }
 
 /** `<what>: <message>` and the stack of an `Error`; an error without a message is named by its class. */

@@ -16,7 +16,14 @@ import {
   RULES,
   type SchedulerMode,
 } from '../scheduler/options.js';
-import { checkedOptions, nearest, type OptionRule, readOptions } from '../scheduler/rules.js';
+import {
+  checkedOptions,
+  NAME_RULE,
+  nearest,
+  oneOf,
+  type OptionRule,
+  readOptions,
+} from '../scheduler/rules.js';
 import type { PeriodicCoordinator } from '../scheduler/coordinator-port.js';
 import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './constants.js';
 import { DEFAULT_LOG_LEVELS, LOG_KINDS, LOG_LEVELS, type PeriodicLoggerLevels } from './logger.js';
@@ -53,6 +60,12 @@ export interface PeriodicModuleOptions {
    */
   history?: PeriodicHistoryOptions | false;
   /**
+   * What a run's error becomes wherever it leaves the run: the history, fleet status, the dashboard and its
+   * API, with the history on or off. `'name'` keeps only its class name, for errors that may carry secrets
+   * (`history.errors` is the same option). @default 'message'
+   */
+  errors?: 'message' | 'name';
+  /**
    * Record every run as an OpenTelemetry span, and the metrics of runs and ticks, through
    * `@opentelemetry/api` (an optional peer). @default false
    */
@@ -68,6 +81,7 @@ export interface ResolvedModuleOptions {
   readonly replica: string;
   readonly jobs: Readonly<Record<string, PeriodicJobOverrides>>;
   readonly history: HistorySettings;
+  readonly errors: 'message' | 'name';
   readonly telemetry: boolean;
 }
 
@@ -82,15 +96,15 @@ const MODULE_RULES = {
   },
   coordinator: RULES.coordinator,
   replica: {
-    accepts: (value) => typeof value === 'string' && value.trim() !== '' && value.length <= 200,
-    expected:
-      'a non-empty string of at most 200 characters naming this process, such as process.env.HOSTNAME',
+    ...NAME_RULE,
+    expected: `${NAME_RULE.expected}, naming this process, such as process.env.HOSTNAME`,
   },
   jobs: {
     accepts: isObject,
     expected: "an object of options by job name such as { 'Cleanup.purge': { every: 30_000 } }",
   },
   history: HISTORY_RULE,
+  errors: oneOf('message', 'name'),
   telemetry: { accepts: (value) => typeof value === 'boolean', expected: 'true or false' },
 } satisfies Record<keyof PeriodicModuleOptions, OptionRule>;
 /** The rules of every option of a job but its name, which is how `jobs` finds it. */
@@ -104,7 +118,25 @@ export function resolveModuleOptions(input: unknown, where: string): ResolvedMod
   const { mode = 'auto', coordinator, replica = defaultReplicaName(), telemetry = false } = given;
   const logger = logLevels(where, given.logger);
   const history = historySettings(where, given.history);
-  return { mode, logger, coordinator, replica, jobs: jobOverrides(where, given.jobs), history, telemetry };
+  const aliased = given.history === undefined || given.history === false ? undefined : given.history.errors;
+  if (given.errors !== undefined && aliased !== undefined && given.errors !== aliased) {
+    throw new PeriodicConfigError(
+      `${where}: "errors" is '${given.errors}' and "history.errors" is '${aliased}': they are one option, ` +
+        'what an error becomes wherever it is shown; give one of them',
+    );
+  }
+  const errors = given.errors ?? aliased ?? 'message';
+  const resolved = history === false ? history : { ...history, errors };
+  return {
+    mode,
+    logger,
+    coordinator,
+    replica,
+    jobs: jobOverrides(where, given.jobs),
+    history: resolved,
+    errors,
+    telemetry,
+  };
 }
 
 function logLevels(where: string, logger: unknown): ResolvedModuleOptions['logger'] {

@@ -124,8 +124,15 @@ export class PeriodicRegistry {
     options.coordinator = coordinator;
     options.run = this.telemetry.traced(options.run);
     const { replica } = this.settings;
-    const { replica: replicaName, history } = this.settings.options;
-    return new PeriodicScheduler(options, this.events, { where, replica, replicaName, method, history });
+    const { replica: replicaName, history, errors } = this.settings.options;
+    return new PeriodicScheduler(options, this.events, {
+      where,
+      replica,
+      replicaName,
+      method,
+      history,
+      errors,
+    });
   }
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */

@@ -1,5 +1,5 @@
 import { DeadlineTimer, now } from './deadline-timer.js';
-import { describeValue, messageOf } from './errors.js';
+import { describeValue, messageOf, oneLine } from './errors.js';
 import type { JobExitReason } from './events.js';
 
 /**
@@ -291,8 +291,10 @@ export class StoreLog {
     }
     const more = this.unreported === 0 ? '' : ` (${this.unreported} more failed since the last report)`;
     this.log.error(
-      `${storeName(this.coordinator)} failed while ${what}: ${messageOf(error)}${more}. Exclusive jobs start ` +
-        `no run until their lease is held again; the next report comes in ${leaseMs}ms at the earliest`,
+      oneLine(
+        `${storeName(this.coordinator)} failed while ${what}: ${messageOf(error)}${more}. Exclusive jobs ` +
+          `start no run until their lease is held again; the next report comes in ${leaseMs}ms at the earliest`,
+      ),
     );
     this.reportedAt = at;
     this.unreported = 0;
@@ -304,11 +306,12 @@ export class StoreLog {
     const at = now();
     if (at - this.slowReportedAt < this.coordinator.leaseMs) return;
     this.slowReportedAt = at;
-    this.log.log(`${storeName(this.coordinator)} ${what}`);
+    this.log.log(oneLine(`${storeName(this.coordinator)} ${what}`));
   }
 
   recovered(): void {
     this.answeredAt = now();
+    this.lastError = null;
     if (!this.reachable) [this.reachable, this.since] = [true, Date.now()];
     if (!this.down) return;
     this.down = false;

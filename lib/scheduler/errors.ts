@@ -39,6 +39,23 @@ export class PeriodicTimeoutError extends Error {
   override readonly name = 'PeriodicTimeoutError';
 }
 
+// C0 and C1 control characters, and the line and paragraph separators that some log viewers break lines at.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const EACH_UNPRINTABLE = new RegExp(UNPRINTABLE, 'g');
+const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * `text` as one line of a log: CR, LF, tab and every other control character written as an escape (`\n`,
+ * `\u001b`), so that a name, a note or an error message written by anyone cannot start a line of its own.
+ */
+export function oneLine(text: string): string {
+  if (!UNPRINTABLE.test(text)) return text;
+  return text.replace(
+    EACH_UNPRINTABLE,
+    (char) => ESCAPES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
 /** A value as an error message shows it: strings quoted, functions and objects in short. */
 export function describeValue(value: unknown): string {
   // A long string is cut, its length said: a message echoes what was given, not a whole document.

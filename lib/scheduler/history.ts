@@ -43,11 +43,17 @@ export const HISTORY_DEFAULTS: Required<PeriodicHistoryOptions> = { keep: 100, e
 /** The longest error message a record keeps. */
 const MESSAGE = 300;
 
+/** The most runs (and audit entries) a job keeps: the ceiling of `history.keep`. */
+export const KEEP_MAX = 10_000;
+
+/** An integer from 1 to {@link KEEP_MAX}: `history.keep`, and the `limit` of `history()` and `audit()`. */
+export const KEPT_COUNT: OptionRule = {
+  accepts: (value) => Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= KEEP_MAX,
+  expected: `an integer from 1 to ${KEEP_MAX}`,
+};
+
 const HISTORY_RULES = {
-  keep: {
-    accepts: (value) => Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= 10_000,
-    expected: 'an integer from 1 to 10000',
-  },
+  keep: KEPT_COUNT,
   errors: {
     accepts: (value) => value === 'message' || value === 'name',
     expected: "'message' or 'name'",
@@ -71,7 +77,10 @@ export function historySettings(
   return { ...HISTORY_DEFAULTS, ...(checked as PeriodicHistoryOptions) };
 }
 
-/** The `limit` and `before` of `history()`: 1 to the runs kept (default 50), and a valid Date. */
+/**
+ * The `limit` and `before` of `history()`: a limit above the runs kept reads what is kept (default 50), and a
+ * valid Date.
+ */
 export function historyQuery(
   name: string,
   options: { limit?: number; before?: Date } | undefined,
@@ -81,11 +90,7 @@ export function historyQuery(
     `history() of job "${name}"`,
     options ?? {},
     {
-      limit: {
-        accepts: (value) =>
-          Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= keep,
-        expected: `an integer from 1 to ${keep} (history.keep)`,
-      },
+      limit: KEPT_COUNT,
       before: {
         accepts: (value) => value instanceof Date && !Number.isNaN(value.getTime()),
         expected: 'a valid Date',
@@ -93,7 +98,7 @@ export function historyQuery(
     },
     '{ limit: 50, before: new Date() }',
   ) as { limit?: number; before?: Date };
-  return { limit: given.limit ?? Math.min(50, keep), before: given.before?.getTime() ?? null };
+  return { limit: Math.min(given.limit ?? 50, keep), before: given.before?.getTime() ?? null };
 }
 
 /** What a record keeps of a run's error. */

@@ -3,6 +3,7 @@
 import { NoAnswer, type PeriodicOperation } from './coordinator-port.js';
 import { messageOf, PeriodicStoreError } from './errors.js';
 import { checkedOptions, type OptionRule } from './rules.js';
+import { KEPT_COUNT } from './history.js';
 
 /** Who asks for an operation, and why, as `pause`, `resume` and `trigger` take them. */
 export interface PeriodicOperationOptions {
@@ -25,9 +26,10 @@ export interface PeriodicAuditEntry {
 
 const TEXT = 1000;
 
+// U+0000 and lone surrogates are refused: PostgreSQL cannot store the one, UTF-8 cannot carry the other.
 const text = (what: string): OptionRule => ({
-  accepts: (value) => typeof value === 'string' && value.length <= TEXT,
-  expected: `a string of at most ${TEXT} characters (${what})`,
+  accepts: (value) => typeof value === 'string' && value.length <= TEXT && !/\u0000|\p{Cs}/u.test(value),
+  expected: `a string of at most ${TEXT} characters, without U+0000 or a lone surrogate (${what})`,
 });
 
 const RULES = {
@@ -56,22 +58,11 @@ export function auditEntry(
   return { name, action, by, note, replica, at: new Date(at) };
 }
 
-/** The `limit` of `audit()`: an integer from 1 to the entries kept (default 50). */
+/** The `limit` of `audit()` (default 50): a limit above the entries kept reads what is kept. */
 export function auditLimit(name: string, options: { limit?: number } | undefined, keep: number): number {
   const where = `audit() of job "${name}"`;
-  const given = checkedOptions(
-    where,
-    options ?? {},
-    {
-      limit: {
-        accepts: (value) =>
-          Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= keep,
-        expected: `an integer from 1 to ${keep} (history.keep)`,
-      },
-    },
-    '{ limit: 50 }',
-  );
-  return (given.limit as number | undefined) ?? Math.min(50, keep);
+  const given = checkedOptions(where, options ?? {}, { limit: KEPT_COUNT }, '{ limit: 50 }');
+  return Math.min((given.limit as number | undefined) ?? 50, keep);
 }
 
 /** The audit trail of a job that is not the fleet's, newest last: the latest `keep` operations. */

@@ -1,5 +1,5 @@
 import { describeValue, PeriodicConfigError } from './errors.js';
-import { checkedOptions, invalid, isMilliseconds, oneOf, type OptionRule } from './rules.js';
+import { checkedOptions, invalid, isMilliseconds, NAME_RULE, oneOf, type OptionRule } from './rules.js';
 import { Calendar, processTimeZone } from './schedule.js';
 import type { PeriodicCoordinator } from './coordinator-port.js';
 import type { PeriodicContext } from './run.js';
@@ -159,17 +159,16 @@ export const JOB_OPTIONS = {
   },
   jitter: {
     ...MS_0,
-    valid: 'integer ms ≥ 0, less than the interval',
+    valid: 'integer ms ≥ 0, less than the interval (so ≤ 2^53−2)',
     default: '`0`',
     meaning:
       'auto mode: each run starts after a random delay in `[0, jitter)` past its slot; the slot stays `scheduledAt`',
     example: { every: 60_000, jitter: 5000 },
   },
   name: {
-    accepts: (v) => typeof v === 'string' && v.length > 0,
-    expected: 'a non-empty string',
+    ...NAME_RULE,
     required: true,
-    valid: "non-empty string but `'.'` and `'..'`, unique in the app",
+    valid: "1–200 characters, no control character, not blank, not `'.'` or `'..'`; unique in the app",
     default: "`'<Class>.<method>'`",
     meaning:
       "registry key, event and log label; the class is the instance's (a subclass names its inherited jobs)",
@@ -177,7 +176,7 @@ export const JOB_OPTIONS = {
   },
   initialDelay: {
     ...MS_0,
-    valid: 'integer ms ≥ 0',
+    valid: 'integer ms, 0 ≤ initialDelay ≤ 2^53−1',
     default: '`every`',
     meaning: "time from the job's start to its first tick (`every` jobs only)",
     example: { every: 60_000, initialDelay: 7 },
@@ -208,7 +207,7 @@ export const JOB_OPTIONS = {
   timeout: {
     accepts: (v) => v === Infinity || isMilliseconds(v, 1),
     expected: 'an integer number of milliseconds ≥ 1, or Infinity',
-    valid: 'integer ms ≥ 1, or `Infinity`',
+    valid: 'integer ms, 1 ≤ timeout ≤ 2^53−1, or `Infinity`',
     default: '`Infinity`',
     meaning: 'longest a run may take before it is stopped',
     example: { every: 60_000, timeout: 999 },
@@ -217,7 +216,7 @@ export const JOB_OPTIONS = {
     accepts: (v) => v === Infinity || v === 'brutalKill' || isMilliseconds(v, 0),
     expected: "an integer number of milliseconds ≥ 0, Infinity or 'brutalKill'",
     choices: ['brutalKill'],
-    valid: "integer ms ≥ 0, `Infinity`, `'brutalKill'`",
+    valid: "integer ms, 0 ≤ jobShutdown ≤ 2^53−1, `Infinity`, `'brutalKill'`",
     default: '`5000`',
     meaning: 'grace a stopped run gets to settle after its signal is aborted',
     example: { every: 60_000, jobShutdown: 'brutalKill' },
@@ -241,7 +240,7 @@ export const JOB_OPTIONS = {
   retry: {
     accepts: (v) => isPlainObject(v),
     expected: 'an object { attempts, backoff?: { initial, factor, max } }',
-    valid: '`{ attempts, backoff?: { initial, factor, max } }`',
+    valid: '`{ attempts, backoff?: { initial, factor, max } }`: attempts 0–100, factor 1–100, ms ≤ 2^53−1',
     default: 'no retry',
     meaning:
       "a run that ends `'error'` or `'timeout'` runs again for its slot, up to `attempts` times, after `initial · factor^(n−1)` ms (at most `max`, ±10%; defaults 1000, 2, 60000) ([failures](docs/failures.md))",
@@ -266,10 +265,15 @@ const RETRY_NONE: ResolvedRetry = { attempts: 0, backoff: BACKOFF };
 const isPlainObject = (value: unknown) =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** The most retries of a slot: each is a run, and a fleet's record of the slot's attempts. */
+const RETRY_ATTEMPTS_MAX = 100;
+/** The largest growth of the backoff between two retries; `max` bounds the delay itself. */
+const BACKOFF_FACTOR_MAX = 100;
+
 const RETRY_RULES = {
   attempts: {
-    accepts: (v) => Number.isSafeInteger(v) && (v as number) >= 0,
-    expected: 'an integer ≥ 0 (how many times a failed run runs again)',
+    accepts: (v) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= RETRY_ATTEMPTS_MAX,
+    expected: `an integer from 0 to ${RETRY_ATTEMPTS_MAX} (how many times a failed run runs again)`,
   },
   backoff: {
     accepts: isPlainObject,
@@ -280,8 +284,8 @@ const RETRY_RULES = {
 const BACKOFF_RULES = {
   initial: { accepts: (v) => isMilliseconds(v, 1), expected: 'an integer number of milliseconds ≥ 1' },
   factor: {
-    accepts: (v) => typeof v === 'number' && Number.isFinite(v) && v >= 1,
-    expected: 'a number ≥ 1',
+    accepts: (v) => typeof v === 'number' && v >= 1 && v <= BACKOFF_FACTOR_MAX,
+    expected: `a number from 1 to ${BACKOFF_FACTOR_MAX}`,
   },
   max: { accepts: (v) => isMilliseconds(v, 1), expected: 'an integer number of milliseconds ≥ 1' },
 } satisfies Record<keyof NonNullable<PeriodicRetry['backoff']>, OptionRule>;

@@ -86,7 +86,7 @@ const WALL_CHECK = 10_000;
 const TRIGGER_POLL = 100;
 
 /** The answers of a holder to a trigger that a replica that asked passes on as they are. */
-const TRIGGER_ERRORS = new Set(['paused', 'jobNotStarted', 'notInManualMode']);
+const TRIGGER_ERRORS = new Set(['paused', 'jobNotStarted', 'notInManualMode', 'storeUnreachable']);
 
 /** A wait on the package's timers (a test's fake timers move it). */
 function sleep(ms: number): Promise<void> {
@@ -143,6 +143,11 @@ export interface SchedulerContext {
   /** Whether and how the job's runs are recorded (SPEC 18). @default `{ keep: 100, errors: 'message' }` */
   history?: HistorySettings;
   /**
+   * What a run's error becomes wherever it leaves the run (the history, fleet status, the dashboard): `'name'`
+   * keeps only its class name, for errors that may carry secrets. @default `history.errors`, else `'message'`
+   */
+  errors?: 'message' | 'name';
+  /**
    * The job is method `key` of `target`, and `run` the method it inherits: one that `target` holds itself at a
    * run (a test's `jest.spyOn(instance, 'purge')`, made after the job) is called instead. (Looking the method up
    * by name on each run would cost every run a property lookup that V8 cannot cache when thousands of jobs of
@@ -182,6 +187,7 @@ export class PeriodicScheduler {
   #audit: LocalAudit | undefined;
   /** How runs are recorded; false: not at all. */
   readonly #history: HistorySettings;
+  readonly #errors: 'message' | 'name';
   /** The run history, when it is not the fleet's. */
   #runHistory: LocalHistory | undefined;
   /** The latest run this replica recorded in the fleet's history: its own last run, while the store is away. */
@@ -237,6 +243,7 @@ export class PeriodicScheduler {
       replicaName,
       method,
       history = HISTORY_DEFAULTS,
+      errors = history === false ? HISTORY_DEFAULTS.errors : history.errors,
     } = typeof context === 'string' ? { where: context } : (context ?? {});
     const name: unknown = options?.name;
     const where =
@@ -279,6 +286,7 @@ export class PeriodicScheduler {
     }
     this.#replica = replica?.name ?? replicaName ?? defaultReplicaName();
     this.#history = history;
+    this.#errors = errors;
   }
 
   /** The job's name. */
@@ -563,7 +571,7 @@ export class PeriodicScheduler {
     const entry = run.record;
     const history = this.#history;
     if (entry !== undefined && history !== false) {
-      finish(entry, reason, durationMs, failed ? errorOf(error, history.errors) : null, retry !== undefined);
+      finish(entry, reason, durationMs, failed ? errorOf(error, this.#errors) : null, retry !== undefined);
       // One kept in memory is in its ring already.
       this.#recordsTo?.record(entry, history.keep, this.#recordsAtOnce);
     }
@@ -930,8 +938,9 @@ export class PeriodicScheduler {
 
   /**
    * A trigger carried to the holder through the store: it takes it with its next heartbeat, starts the run and
-   * answers. Resolves the holder's answer, or `'noHolder'` when no replica took it within `leaseMs` (it is
-   * withdrawn then, and never runs), or took it and did not answer within `leaseMs` more.
+   * answers. Resolves the holder's answer; `'storeUnreachable'` when the store has not answered for half of
+   * `leaseMs` (so that the answer comes within `leaseMs`); or `'noHolder'` when no replica took it within
+   * `leaseMs` (it is withdrawn then, and never runs), or took it and did not answer within `leaseMs` more.
    */
   async #triggerHolder(calls: StoreCalls, asked: PeriodicOperation): Promise<TickResult> {
     const { leaseMs } = calls;
@@ -939,6 +948,7 @@ export class PeriodicScheduler {
     const poll = Math.min(TRIGGER_POLL, leaseMs / 10);
     let id = '';
     let takenAt = Infinity;
+    let answeredAt = since;
     // A request the store did not take (or did not answer) is withdrawn at once, in case it still lands.
     let withdraw = false;
     for (;;) {
@@ -949,12 +959,20 @@ export class PeriodicScheduler {
           () => false,
           () => true,
         );
+        if (!withdraw) answeredAt = now();
       }
+      // A call begun before half of leaseMs without an answer ends, at the latest, a third of it later.
+      if (withdraw && now() - answeredAt >= leaseMs / 2) return { ok: false, error: 'storeUnreachable' };
       await sleep(poll);
       const waited = now() - since;
       const state = await calls
         .readTrigger(this.name, id, withdraw || waited >= leaseMs)
         .catch(() => 'unknown' as const);
+      if (state === 'unknown') {
+        if (now() - answeredAt >= leaseMs / 2) return { ok: false, error: 'storeUnreachable' };
+        continue;
+      }
+      answeredAt = now();
       if (state === 'withdrawn') return { ok: false, error: 'noHolder' };
       if (state === 'taken') takenAt = Math.min(takenAt, now());
       if (typeof state === 'object') {
@@ -994,7 +1012,7 @@ export class PeriodicScheduler {
     const store = this.#store;
     if (store !== undefined) {
       const paused = await store.readPause(this.name).catch(() => undefined);
-      if (paused === undefined) return { ok: false, error: 'jobNotStarted' };
+      if (paused === undefined) return { ok: false, error: 'storeUnreachable' };
       this.#fleetPaused = paused !== null;
       if (paused !== null) return { ok: false, error: 'paused' };
       // The lease may have been handed over, or the job stopped, meanwhile.
@@ -1100,7 +1118,7 @@ export class PeriodicScheduler {
 
   /** @internal What a run's error shows, in the history and wherever else it is shown (the dashboard). */
   get errorsShown(): 'message' | 'name' {
-    return this.#history === false ? HISTORY_DEFAULTS.errors : this.#history.errors;
+    return this.#errors;
   }
 
   /**

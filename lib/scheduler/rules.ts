@@ -17,7 +17,47 @@ export interface OptionRule {
   because?: string;
   /** The option has no default: undefined is refused too. */
   required?: boolean;
+  /** What is wrong with a value it refuses, when the rule can say more than `expected`. */
+  problem?(value: unknown): string | undefined;
 }
+
+/** The most characters (code points) in a job's or a replica's name. */
+export const NAME_MAX = 200;
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * What is wrong with a non-empty string as the name of a job or a replica, or undefined when it is one: 1 to
+ * {@link NAME_MAX} characters of well-formed Unicode, no control character, not only white space. Names go into
+ * store keys, URLs and log lines; every other character works there.
+ */
+export function nameProblem(value: unknown): string | undefined {
+  // Not a string, or empty: the rule itself says enough.
+  if (typeof value !== 'string' || value === '') return undefined;
+  if (value.length > NAME_MAX) {
+    const characters = [...value].length;
+    if (characters > NAME_MAX) return `it has ${characters} characters; give a shorter name`;
+  }
+  const control = CONTROL.exec(value);
+  if (control !== null) {
+    const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+    return `it has the control character U+${code} at index ${control.index}; remove it`;
+  }
+  const surrogate = LONE_SURROGATE.exec(value);
+  if (surrogate !== null) {
+    return `it has a lone surrogate at index ${surrogate.index}, which is not Unicode text; fix how it was decoded`;
+  }
+  if (value.trim() === '') return 'it is only white space; give a name with other characters';
+  return undefined;
+}
+
+/** The rule of a job's or a replica's name, for the option tables. */
+export const NAME_RULE = {
+  accepts: (value: unknown) => typeof value === 'string' && value !== '' && nameProblem(value) === undefined,
+  expected: `1 to ${NAME_MAX} characters of well-formed Unicode, with no control character and not only white space`,
+  problem: nameProblem,
+} satisfies OptionRule;
 
 /** An integer number of milliseconds, at least `min`. */
 export const isMilliseconds = (value: unknown, min: number): boolean =>
@@ -126,6 +166,8 @@ export function invalid(where: string, key: string, value: unknown, rule: Option
   }
   const hint = typeof value === 'string' && rule.choices ? nearest(value, rule.choices) : undefined;
   if (hint !== undefined) got += `; did you mean '${hint}'?`;
+  const problem = rule.problem?.(value);
+  if (problem !== undefined) got += `: ${problem}`;
   if (rule.because !== undefined) got += `; ${rule.because}`;
   return new PeriodicConfigError(`${where}: "${key}" must be ${rule.expected}, got ${got}`);
 }

@@ -28,7 +28,11 @@ export interface PeriodicContext {
 export type TickResult =
   /** `replica`: the replica that started the run, for an exclusive job's trigger. */
   | { ok: true; jobId: number; replica?: string }
-  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' | 'paused' | 'notLeaseHolder' | 'noHolder' };
+  | {
+      ok: false;
+      error:
+        'jobNotStarted' | 'notInManualMode' | 'paused' | 'notLeaseHolder' | 'noHolder' | 'storeUnreachable';
+    };
 
 /** What `syncTick()` resolves: how the run it started ended, or why none started. */
 export type SyncTickResult =

@@ -150,6 +150,8 @@ describe('a job that is not the fleet’s', () => {
     expect(audit[0]).toMatchObject({ action: 'trigger', by: 'user 109' });
     expect(audit.at(-1)).toMatchObject({ action: 'trigger', by: 'user 10' });
     expect(audit.some((entry) => entry.by === 'eve')).toBe(false);
+    // A limit above the entries kept reads what is kept.
+    expect(await scheduler.audit({ limit: 10_000 })).toEqual(audit);
     expect(log.of('operated')).toHaveLength(112);
     await scheduler.stop();
   });
@@ -162,7 +164,8 @@ describe('a job that is not the fleet’s', () => {
     await expect(scheduler.trigger({ why: 'x' } as never)).rejects.toThrow(
       /unknown option "why".*The options are: by, note\./,
     );
-    await expect(scheduler.audit({ limit: 0 })).rejects.toThrow(/"limit".*an integer from 1 to 100/);
+    await expect(scheduler.audit({ limit: 0 })).rejects.toThrow(/"limit".*an integer from 1 to 10000,/);
+    await expect(scheduler.pause({ note: 'a\u0000b' })).rejects.toThrow(/"note".*without U\+0000/);
     expect(scheduler.state).toBe('ticking');
     await scheduler.stop();
   });

@@ -367,11 +367,11 @@ describe('retries', () => {
     for (const [retry, message] of [
       [
         { attempts: -1 },
-        '"retry": "attempts" must be an integer ≥ 0 (how many times a failed run runs again), got -1',
+        '"retry": "attempts" must be an integer from 0 to 100 (how many times a failed run runs again), got -1',
       ],
       [
         { attempts: 1.5 },
-        '"retry": "attempts" must be an integer ≥ 0 (how many times a failed run runs again), got 1.5',
+        '"retry": "attempts" must be an integer from 0 to 100 (how many times a failed run runs again), got 1.5',
       ],
       [
         { attempts: 1, backoff: { initial: 0 } },
@@ -385,7 +385,22 @@ describe('retries', () => {
         { attempts: 1, backoff: { initial: 70_000 } },
         '"retry.backoff.initial" must be at most "max" (60000ms, its default), got 70000',
       ],
-      [{ attempts: 1, backoff: { factor: 0.5 } }, '"retry.backoff": "factor" must be a number ≥ 1, got 0.5'],
+      [
+        { attempts: 101 },
+        '"retry": "attempts" must be an integer from 0 to 100 (how many times a failed run runs again), got 101',
+      ],
+      [
+        { attempts: 1e9 },
+        '"retry": "attempts" must be an integer from 0 to 100 (how many times a failed run runs again), got 1000000000',
+      ],
+      [
+        { attempts: 1, backoff: { factor: 0.5 } },
+        '"retry.backoff": "factor" must be a number from 1 to 100, got 0.5',
+      ],
+      [
+        { attempts: 1, backoff: { factor: 101 } },
+        '"retry.backoff": "factor" must be a number from 1 to 100, got 101',
+      ],
       [{ attempts: 1, attemps: 2 }, '"retry": unknown option "attemps"; did you mean "attempts"?'],
       [
         { attempts: 1, backoff: { inital: 5 } },
