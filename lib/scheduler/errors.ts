@@ -40,6 +40,7 @@ export class PeriodicTimeoutError extends Error {
 }
 
 // C0 and C1 control characters, and the line and paragraph separators that some log viewers break lines at.
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 const EACH_UNPRINTABLE = new RegExp(UNPRINTABLE, 'g');
 const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };

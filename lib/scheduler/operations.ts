@@ -28,6 +28,7 @@ const TEXT = 1000;
 
 // U+0000 and lone surrogates are refused: PostgreSQL cannot store the one, UTF-8 cannot carry the other.
 const text = (what: string): OptionRule => ({
+  // eslint-disable-next-line no-control-regex -- finding control characters is the point
   accepts: (value) => typeof value === 'string' && value.length <= TEXT && !/\u0000|\p{Cs}/u.test(value),
   expected: `a string of at most ${TEXT} characters, without U+0000 or a lone surrogate (${what})`,
 });

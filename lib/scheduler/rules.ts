@@ -24,6 +24,7 @@ export interface OptionRule {
 /** The most characters (code points) in a job's or a replica's name. */
 export const NAME_MAX = 200;
 
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const LONE_SURROGATE = /\p{Cs}/u;
 
