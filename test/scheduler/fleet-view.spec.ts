@@ -406,6 +406,64 @@ describe('a trigger from any replica', () => {
   });
 });
 
+describe('a trigger while the store does not answer (SPEC 22)', () => {
+  it.each([
+    [
+      'hangs',
+      (store: Store) => jest.spyOn(store, 'requestTrigger').mockReturnValue(new Promise(() => undefined)),
+    ],
+    [
+      'refuses',
+      (store: Store) => jest.spyOn(store, 'requestTrigger').mockRejectedValue(new Error('ECONNREFUSED')),
+    ],
+  ])(
+    'resolves storeUnreachable within leaseMs when the store %s, and runs nothing',
+    async (_, breakStore) => {
+      const store = new Store();
+      const [holder, other] = fleet(store);
+      await advance(1500);
+      const started = holder.log.of('started').length;
+      const request = breakStore(store);
+      jest.spyOn(store, 'readTrigger').mockRejectedValue(new Error('ECONNREFUSED'));
+      let result: unknown;
+      void other.scheduler.trigger().then((answer) => (result = answer));
+      await advance(LEASE_MS - 1);
+      expect(result).toEqual({ ok: false, error: 'storeUnreachable' });
+      expect(request).toHaveBeenCalledTimes(1);
+      // Only the holder's own slots ran, none for the trigger.
+      expect(holder.log.of('started').length - started).toBeLessThanOrEqual(Math.ceil(LEASE_MS / 1000));
+      expect(other.log.of('started')).toEqual([]);
+      await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+    },
+  );
+
+  it("the holder's trigger answers storeUnreachable when the fleet's pause cannot be read", async () => {
+    const store = new Store();
+    const [holder, other] = fleet(store);
+    await advance(1500);
+    jest.spyOn(store, 'readPause').mockRejectedValue(new Error('ECONNREFUSED'));
+    expect(await holder.scheduler.trigger()).toEqual({ ok: false, error: 'storeUnreachable' });
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+
+  it('fleetStatus().store.lastError is null once the store answers again', async () => {
+    const store = new Store();
+    const [holder, other] = fleet(store);
+    await advance(1500);
+    store.hung = true;
+    const read = other.scheduler.fleetStatus();
+    await advance(LEASE_MS);
+    expect((await read).store).toMatchObject({
+      reachable: false,
+      lastError: expect.stringMatching(/no answer/),
+    });
+    store.hung = false;
+    await advance(LEASE_MS);
+    expect((await other.scheduler.fleetStatus()).store).toMatchObject({ reachable: true, lastError: null });
+    await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
+  });
+});
+
 describe('a job that is not the fleet’s', () => {
   it('keeps its history in memory: the latest `keep`, a run in flight included; none with history: false', async () => {
     const { scheduler } = startScheduler({ every: 100 });
