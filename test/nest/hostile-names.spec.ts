@@ -1,8 +1,8 @@
 // Names, notes and errors as an attacker would write them (SPEC 22): a name is 1 to 200 characters of
-/* eslint-disable no-control-regex -- these tests look for control characters */
 // well-formed Unicode with no control character and not only white space, refused otherwise wherever it enters
 // with the rule it breaks; every other name works; a log line stays one line whatever it carries; and one option,
 // `errors`, decides what an error becomes wherever it is shown.
+/* eslint-disable no-control-regex -- these tests look for control characters */
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import fc from 'fast-check';
