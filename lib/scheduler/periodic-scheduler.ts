@@ -212,6 +212,10 @@ export class PeriodicScheduler {
    * to run again, ticks wait before they claim theirs, so that the recovery comes first.
    */
   #recovering: Promise<void> | undefined;
+  /** Whether the first jobId of this process was read from the fleet's history (exclusive jobs with one). */
+  #numbered = false;
+  /** Added to the count of runs started to make a run's jobId: runs this replica's name recorded before. */
+  #jobIdBase = 0;
   /** Exclusive jobs: this replica's part in the fleet's schedule, and the lease it must hold to start a run. */
   readonly #fleet: FleetSlots | undefined;
   /** Once `stop()` was called: what it resolves, and what resolves it when the last run has ended. */
@@ -498,10 +502,11 @@ export class PeriodicScheduler {
       // An abort listener of the stopped run may have stopped this scheduler.
       if (this.#phase !== 'ticking') return undefined;
     }
-    // Runs are numbered in start order: a run's jobId is the count of runs started.
+    // Runs are numbered in start order: a run's jobId is the count of runs started (above those of a process
+    // that had this replica's name before).
     const record = this.#recorded();
     const run = tick;
-    run.start(++record.started, this.#fleet?.lease.fencingToken);
+    run.start(this.#jobIdBase + ++record.started, this.#fleet?.lease.fencingToken);
     // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
     if (replacesGridRun) run.replacesGridRun();
     const runs = this.#runs;
@@ -611,9 +616,24 @@ export class PeriodicScheduler {
    * `'killed'`, `'leaseLost'`), it runs again now, as the slot's next attempt: at most `retry.attempts + 1`
    * starts per slot, and at least one recovery.
    */
-  async #recover(fencingToken: number, stored: PeriodicFleetSchedule | null): Promise<void> {
+  async #recover(
+    fencingToken: number,
+    stored: PeriodicFleetSchedule | null,
+    numbering: boolean,
+  ): Promise<void> {
     const calls = this.#recordsTo!.calls;
-    const [latest] = await calls.readHistory(this.name, 1, null, this.#kept).catch(() => []);
+    const kept = this.#kept;
+    const runs = await calls.readHistory(this.name, numbering ? kept : 1, null, kept).catch(() => undefined);
+    if (runs === undefined) return;
+    if (numbering) {
+      this.#numbered = true;
+      const started = this.#record?.started ?? 0;
+      for (const run of runs) {
+        if (run.replica === this.#replica) this.#jobIdBase = Math.max(this.#jobIdBase, run.jobId - started);
+      }
+    }
+    if (this.options.delivery !== 'atLeastOnce') return;
+    const [latest] = runs;
     if (latest === undefined || stored === null || latest.slot === null || latest.slot !== stored.last)
       return;
     const interrupted = latest.reason === null || INTERRUPTED.has(latest.reason);
@@ -812,8 +832,11 @@ export class PeriodicScheduler {
     if (this.#wants('leaseAcquired')) this.#emit({ type: 'leaseAcquired', name: this.name, fencingToken });
     if (this.options.mode !== 'auto' || this.#phase !== 'ticking') return;
     const wallNow = Date.now();
-    if (this.options.delivery === 'atLeastOnce') {
-      const recovering = this.#recover(fencingToken, stored)
+    // The first lease of this process: its runs are numbered above those this replica's name recorded before
+    // (a replica restarted under the same name), read from the history with the recovery's read.
+    const numbering = this.#numbered === false && this.#history !== false && this.#recordsTo !== undefined;
+    if (this.options.delivery === 'atLeastOnce' || numbering) {
+      const recovering = this.#recover(fencingToken, stored, numbering)
         .catch(() => undefined)
         .finally(() => {
           if (this.#recovering === recovering) this.#recovering = undefined;

@@ -464,6 +464,42 @@ describe('a trigger while the store does not answer (SPEC 22)', () => {
   });
 });
 
+describe('a replica restarted under the same name (SPEC 22)', () => {
+  it('numbers its runs above those its name recorded, so that (replica, jobId) names one run', async () => {
+    const store = new Store();
+    const quiet = { error: () => undefined, log: () => undefined };
+    const start = () => {
+      const log = new EventLog();
+      const scheduler = new PeriodicScheduler(
+        { name: 'job', every: 1000, exclusive: true, coordinator: store, run: () => undefined },
+        log.sink,
+        {
+          replica: new Replica(new StoreLog(store, quiet), 'pod-0'),
+          history: { keep: 20, errors: 'message' },
+        },
+      );
+      scheduler.start();
+      return { scheduler, log };
+    };
+    const first = start();
+    await advance(3500);
+    await first.scheduler.stop();
+    const before = (await store.readHistory('job', 20, null)).map((run) => run.jobId);
+    expect(before).toEqual([3, 2, 1]);
+    const second = start();
+    await advance(3500);
+    const ids = second.log.of('started').map((event) => event.jobId);
+    expect(ids.length).toBeGreaterThanOrEqual(3);
+    expect(ids).toEqual(ids.map((_, i) => 4 + i));
+    const history = await second.scheduler.history();
+    expect(history.map((run) => `${run.replica}#${run.jobId}`)).toEqual(
+      [...ids.slice().reverse(), 3, 2, 1].map((id) => `pod-0#${id}`),
+    );
+    expect(second.scheduler.status().counts.started).toBe(ids.length);
+    await second.scheduler.stop();
+  });
+});
+
 describe('a job that is not the fleet’s', () => {
   it('keeps its history in memory: the latest `keep`, a run in flight included; none with history: false', async () => {
     const { scheduler } = startScheduler({ every: 100 });
