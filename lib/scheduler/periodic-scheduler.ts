@@ -99,6 +99,9 @@ const INTERRUPTED: ReadonlySet<JobExitReason> = new Set(['shutdown', 'killed', '
 /** How many entries of its audit trail a job looks through for the pause it is under. */
 const AUDIT_SCAN = 10;
 
+/** How many of its latest runs a job that takes its lease looks through for runs in flight that lost their replica. */
+const IN_FLIGHT_SCAN = 10;
+
 /** How long `syncTick` waits for its run by default: under the 5 s of test runners, so a stuck run names itself. */
 const SYNC_TICK_TIMEOUT = 4000;
 
@@ -611,19 +614,26 @@ export class PeriodicScheduler {
   // ---- Retries, and slots recovered ----
 
   /**
-   * `delivery: 'atLeastOnce'`: this replica just took the lease (with `fencingToken`); if the fleet's last slot
-   * was run by an earlier holding and its run did not end by itself (no end recorded, or `'shutdown'`,
-   * `'killed'`, `'leaseLost'`), it runs again now, as the slot's next attempt: at most `retry.attempts + 1`
-   * starts per slot, and at least one recovery.
+   * This replica just took the lease (with `fencingToken`, having found the last one expired at `foundAt`, wall
+   * clock) and reads the job's latest runs:
+   * - a run in flight that an earlier holding started, and that no process of this replica's session runs, lost
+   *   its replica, which can no longer record its end: its end is recorded here (`'leaseLost'`, SPEC 22), so that
+   *   no run reads as running for ever;
+   * - `delivery: 'atLeastOnce'`: if the fleet's last slot was run by an earlier holding and its run did not end
+   *   by itself (no end recorded, or `'shutdown'`, `'killed'`, `'leaseLost'`), it runs again now, as the slot's
+   *   next attempt: at most `retry.attempts + 1` starts per slot, and at least one recovery.
    */
   async #recover(
     fencingToken: number,
     stored: PeriodicFleetSchedule | null,
     numbering: boolean,
+    foundAt: number,
   ): Promise<void> {
-    const calls = this.#recordsTo!.calls;
+    const replica = this.#recordsTo!;
     const kept = this.#kept;
-    const runs = await calls.readHistory(this.name, numbering ? kept : 1, null, kept).catch(() => undefined);
+    const runs = await replica.calls
+      .readHistory(this.name, numbering ? kept : Math.min(kept, IN_FLIGHT_SCAN), null, kept)
+      .catch(() => undefined);
     if (runs === undefined) return;
     if (numbering) {
       this.#numbered = true;
@@ -632,18 +642,40 @@ export class PeriodicScheduler {
         if (run.replica === this.#replica) this.#jobIdBase = Math.max(this.#jobIdBase, run.jobId - started);
       }
     }
-    if (this.options.delivery !== 'atLeastOnce') return;
     const [latest] = runs;
-    if (latest === undefined || stored === null || latest.slot === null || latest.slot !== stored.last)
-      return;
-    const interrupted = latest.reason === null || INTERRUPTED.has(latest.reason);
-    const starts = Math.max(2, this.options.retry.attempts + 1);
-    if (!interrupted || (latest.fencingToken ?? 0) >= fencingToken || latest.attempt >= starts) return;
-    // The lease may have gone again meanwhile, or the job stopped.
-    if (this.#fleet!.lease.fencingToken !== fencingToken || !this.#retrying()) return;
+    const recovers =
+      this.options.delivery === 'atLeastOnce' &&
+      latest !== undefined &&
+      stored !== null &&
+      latest.slot !== null &&
+      latest.slot === stored.last &&
+      (latest.reason === null || INTERRUPTED.has(latest.reason)) &&
+      (latest.fencingToken ?? 0) < fencingToken &&
+      latest.attempt < Math.max(2, this.options.retry.attempts + 1) &&
+      // The lease may have gone again meanwhile, or the job stopped.
+      this.#fleet!.lease.fencingToken === fencingToken &&
+      this.#retrying();
+    const history = this.#history;
+    for (const run of runs) {
+      const lost = run.reason === null && (run.fencingToken ?? 0) < fencingToken && !replica.ranHere(run.id);
+      if (!lost || history === false) continue;
+      const error = {
+        name: 'PeriodicReplicaLost',
+        message: `replica ${run.replica} stopped renewing its lease`,
+      };
+      finish(
+        run,
+        'leaseLost',
+        Math.max(0, foundAt - run.startedAt),
+        this.#errors === 'name' ? { name: error.name, message: '' } : error,
+        recovers && run === latest,
+      );
+      replica.record(run, history.keep, true);
+    }
+    if (!recovers) return;
     const retry = { attempt: latest.attempt + 1, armsNext: false, of: 'timer' as const };
     this.#startRun(
-      new Run(this, now() - (Date.now() - latest.slot), latest.slot, 'recovery', undefined, retry),
+      new Run(this, now() - (Date.now() - latest.slot!), latest.slot!, 'recovery', undefined, retry),
     );
   }
 
@@ -834,9 +866,11 @@ export class PeriodicScheduler {
     const wallNow = Date.now();
     // The first lease of this process: its runs are numbered above those this replica's name recorded before
     // (a replica restarted under the same name), read from the history with the recovery's read.
-    const numbering = this.#numbered === false && this.#history !== false && this.#recordsTo !== undefined;
-    if (this.options.delivery === 'atLeastOnce' || numbering) {
-      const recovering = this.#recover(fencingToken, stored, numbering)
+    // Every lease taken looks for runs in flight that lost their replica.
+    const recorded = this.#history !== false && this.#recordsTo !== undefined;
+    const numbering = this.#numbered === false && recorded;
+    if (this.options.delivery === 'atLeastOnce' || recorded) {
+      const recovering = this.#recover(fencingToken, stored, numbering, wallNow)
         .catch(() => undefined)
         .finally(() => {
           if (this.#recovering === recovering) this.#recovering = undefined;

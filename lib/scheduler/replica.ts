@@ -629,6 +629,11 @@ export class Replica {
     return `${this.#runIds}#${++this.#runs}`;
   }
 
+  /** @internal Whether run `id` is one of this session's (`runId`): its end is this process's to record. */
+  ranHere(id: string): boolean {
+    return id.startsWith(`${this.#runIds}#`);
+  }
+
   /** @internal Gives up a lease handed over whose job is idle, for its new owner to take. */
   handOver(lease: Lease): void {
     const { name, fencingToken } = lease;

@@ -1,8 +1,17 @@
 // Slots that run at least once (SPEC 19) with real processes on Redis and PostgreSQL: the holder of an exclusive
 // job is killed (SIGKILL) in the middle of a run. With delivery 'atLeastOnce' the replica that takes the lease
 // over runs that slot again, to its end; with 'atMostOnce' the slot is lost, and no slot runs twice either way.
+// Either way the killed run's record is closed by the next holder ('leaseLost', PeriodicReplicaLost, SPEC 22).
 import { describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  PostgresCoordinator,
+  type PeriodicCoordinator,
+  type PeriodicRunEntry,
+  RedisCoordinator,
+} from '../../lib/index.js';
+import { postgresPool } from '../postgres/postgres.js';
+import { redisClient } from '../redis/redis.js';
 import { clock, type RunEntry, type Store, stores, useReplicas } from './stores.js';
 
 const LEASE_MS = 1500;
@@ -13,6 +22,26 @@ const RUN_MS = 1500;
 describe.each(stores)('on %s', (_, store, describeStore) => {
   describeStore('a holder killed in the middle of a run', () => delivery(store));
 });
+
+/** Job `job`'s history as the fleet keeps it in `store`, newest first, read the way a replica reads it. */
+async function fleetHistory(store: Store, job: string): Promise<PeriodicRunEntry[]> {
+  let coordinator: PeriodicCoordinator;
+  let close: () => Promise<unknown>;
+  if (store.env.STORE === 'postgres') {
+    const pool = postgresPool();
+    coordinator = new PostgresCoordinator({ pool, table: store.env.TABLE, leaseMs: LEASE_MS });
+    close = () => pool.end();
+  } else {
+    const client = redisClient();
+    coordinator = new RedisCoordinator({ client, keyPrefix: store.env.KEY_PREFIX, leaseMs: LEASE_MS });
+    close = () => client.quit();
+  }
+  try {
+    return await coordinator.readHistory!(job, 100, null, 100);
+  } finally {
+    await close();
+  }
+}
 
 function delivery(store: Store): void {
   const { replicas, start, end, nextHolder } = useReplicas(store);
@@ -48,11 +77,33 @@ function delivery(store: Store): void {
     await Promise.all([...replicas.keys()].map((name) => end(name, 'SIGTERM')));
     const recorded = (await store.entries<RunEntry>('runs')).slice(counted);
     counted += recorded.length;
-    return { killed, killedAt, recorded };
+    const history = await fleetHistory(store, env.JOB);
+    return { killed, killedAt, recorded, history };
+  }
+
+  /** The killed run, as the fleet's history keeps it: closed by the next holder (SPEC 22), never in flight. */
+  function expectClosed(
+    history: PeriodicRunEntry[],
+    killed: { name: string; slot: number },
+    killedAt: number,
+  ) {
+    const lost = history.find((run) => run.slot === killed.slot && run.attempt === 1)!;
+    expect(lost).toMatchObject({ reason: 'leaseLost', error: { name: 'PeriodicReplicaLost' } });
+    expect(lost.error!.message).toBe(`replica ${lost.replica} stopped renewing its lease`);
+    // When the next holder found the lease expired: after the kill, within two lease periods of it.
+    const wallKilledAt = killedAt - performance.timeOrigin - performance.now() + Date.now();
+    expect(lost.finishedAt!).toBeGreaterThan(wallKilledAt);
+    expect(lost.finishedAt! - wallKilledAt).toBeLessThan(2 * LEASE_MS + 1000);
+    expect(history.filter((run) => run.reason === null)).toEqual([]);
+    return lost;
   }
 
   it("with 'atLeastOnce', the next holder runs the killed run's slot again, to its end", async () => {
-    const { killed, killedAt, recorded } = await killMidRun('atLeastOnce');
+    const { killed, killedAt, recorded, history } = await killMidRun('atLeastOnce');
+    const lost = expectClosed(history, killed, killedAt);
+    const recovery = history.find((run) => run.origin === 'recovery')!;
+    expect(recovery).toMatchObject({ slot: killed.slot, attempt: 2, reason: 'normal' });
+    expect(recovery.startedAt).toBeGreaterThanOrEqual(lost.finishedAt!);
     const slots = recorded.map((run) => run[4]);
     expect(recorded.every(([replica]) => replica !== killed.name)).toBe(true);
     expect(slots).toContain(killed.slot);
@@ -65,7 +116,8 @@ function delivery(store: Store): void {
   }, 60_000);
 
   it("with 'atMostOnce', the killed run's slot is lost, and none runs twice", async () => {
-    const { killed, recorded } = await killMidRun('atMostOnce');
+    const { killed, killedAt, recorded, history } = await killMidRun('atMostOnce');
+    expectClosed(history, killed, killedAt);
     const slots = recorded.map((run) => run[4]);
     expect(slots).not.toContain(killed.slot);
     expect(slots.length).toBeGreaterThan(0);

@@ -500,6 +500,94 @@ describe('a replica restarted under the same name (SPEC 22)', () => {
   });
 });
 
+describe('a run whose replica died before recording its end (SPEC 22)', () => {
+  /**
+   * A replica "dead" that took the lease of "job", recorded the start of run 7 for the slot `slot` and was never
+   * heard of again; then the replica "pod-1" starts the job.
+   */
+  async function afterADeath(delivery: 'atMostOnce' | 'atLeastOnce') {
+    const store = new Store();
+    const slot = Math.floor(Date.now() / 1000) * 1000 + 1000;
+    await advance(slot - Date.now() + 5);
+    const token = await store.acquire('job', 'dead/1');
+    await store.writeSchedule('job', 'dead/1', token, {
+      grid: 'every 1000 regular',
+      last: slot,
+      next: slot + 1000,
+    });
+    const startedAt = Date.now();
+    await store.recordRuns(
+      [
+        {
+          id: 'dead-session#1',
+          name: 'job',
+          jobId: 7,
+          replica: 'dead',
+          fencingToken: token,
+          slot,
+          origin: 'schedule',
+          attempt: 1,
+          startedAt,
+          finishedAt: null,
+          reason: null,
+          durationMs: null,
+          error: null,
+        },
+      ],
+      20,
+    );
+    const log = new EventLog();
+    const replica = new Replica(
+      new StoreLog(store, { error: () => undefined, log: () => undefined }),
+      'pod-1',
+    );
+    const scheduler = new PeriodicScheduler(
+      { name: 'job', every: 1000, exclusive: true, coordinator: store, delivery, run: () => undefined },
+      log.sink,
+      { replica, history: { keep: 20, errors: 'message' } },
+    );
+    scheduler.start();
+    await advance(LEASE_MS + 2000);
+    const [acquired] = log.of('leaseAcquired');
+    expect(acquired).toBeDefined();
+    return { scheduler, log, slot, startedAt, token };
+  }
+
+  it('is closed by the next holder: leaseLost, PeriodicReplicaLost, finished when the lease was found expired', async () => {
+    const { scheduler, startedAt } = await afterADeath('atMostOnce');
+    const history = await scheduler.history();
+    const lost = history.find((run) => run.replica === 'dead')!;
+    expect(lost).toMatchObject({
+      jobId: 7,
+      reason: 'leaseLost',
+      error: { name: 'PeriodicReplicaLost', message: 'replica dead stopped renewing its lease' },
+    });
+    // Found expired at a heartbeat of pod-1 after the dead lease's leaseMs, and before the next holding's first run.
+    const finishedAt = lost.finishedAt!.getTime();
+    expect(finishedAt - startedAt).toBeGreaterThanOrEqual(LEASE_MS);
+    expect(finishedAt - startedAt).toBeLessThanOrEqual(LEASE_MS + LEASE_MS / 3 + 100);
+    expect(lost.durationMs).toBe(finishedAt - startedAt);
+    const firstOfPod1 = history.filter((run) => run.replica === 'pod-1').at(-1)!;
+    expect(firstOfPod1.startedAt.getTime()).toBeGreaterThanOrEqual(finishedAt);
+    expect(history.every((run) => run.finishedAt !== null)).toBe(true);
+    const status = await scheduler.fleetStatus();
+    expect(status.lastRun).toMatchObject({ replica: 'pod-1', reason: 'normal' });
+    await scheduler.stop();
+  });
+
+  it("with 'atLeastOnce', the recovery of its slot follows the record of its end", async () => {
+    const { scheduler, slot } = await afterADeath('atLeastOnce');
+    const history = await scheduler.history();
+    const lost = history.find((run) => run.replica === 'dead')!;
+    expect(lost).toMatchObject({ reason: 'leaseLost', error: { name: 'PeriodicReplicaLost' } });
+    const recovery = history.find((run) => run.origin === 'recovery')!;
+    expect(recovery).toMatchObject({ replica: 'pod-1', attempt: 2, reason: 'normal' });
+    expect(recovery.slot!.getTime()).toBe(slot);
+    expect(recovery.startedAt.getTime()).toBeGreaterThanOrEqual(lost.finishedAt!.getTime());
+    await scheduler.stop();
+  });
+});
+
 describe('a job that is not the fleet’s', () => {
   it('keeps its history in memory: the latest `keep`, a run in flight included; none with history: false', async () => {
     const { scheduler } = startScheduler({ every: 100 });
