@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type {
   PeriodicCoordinator,
   PeriodicFleetMember,
@@ -36,6 +37,8 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   readonly leaseMs: number;
   /** The leases held, by job name; protected for subclasses that inject failures in tests. */
   protected readonly leases = new Map<string, { owner: string; expiresAt: number }>();
+  /** What names the fleet's records (`PeriodicHeartbeatReply.fleet`): they live as long as this store does. */
+  private readonly fleet = randomUUID();
   private readonly tokens = new Map<string, number>();
   private readonly schedules = new Map<string, PeriodicFleetSchedule>();
   /** The members of the fleet, with the expiry of their records. */
@@ -129,7 +132,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       this.triggers.delete(name);
       return waiting.map((request) => ({ ...request }));
     });
-    return { members, renewed, acquired, paused: [...this.pauses.keys()], triggers };
+    return { members, renewed, acquired, paused: [...this.pauses.keys()], triggers, fleet: this.fleet };
   }
 
   async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {

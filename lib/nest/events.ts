@@ -23,6 +23,7 @@ const EVENT_TYPES = [
   'leaseAcquired',
   'leaseLost',
   'operated',
+  'storeReset',
 ] as const satisfies readonly PeriodicEventType[];
 
 /** One `diagnostics_channel` per event type, named `nestjs-periodic:<type>`. */
@@ -138,7 +139,8 @@ export class PeriodicEvents {
     try {
       listener(event);
     } catch (error) {
-      logError(this.logger, `${who} threw on a "${event.type}" event of ${event.name}`, error);
+      const of = 'name' in event ? event.name : 'the fleet';
+      logError(this.logger, `${who} threw on a "${event.type}" event of ${of}`, error);
     }
   }
 }

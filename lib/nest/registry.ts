@@ -124,6 +124,8 @@ export class PeriodicRegistry {
     options.coordinator = coordinator;
     options.run = this.telemetry.traced(options.run);
     const { replica } = this.settings;
+    if (replica !== undefined)
+      replica.onStoreReset ??= (lost) => this.events.emit({ type: 'storeReset', lost });
     const { replica: replicaName, history, errors } = this.settings.options;
     return new PeriodicScheduler(options, this.events, {
       where,

@@ -59,6 +59,13 @@ export interface PeriodicHeartbeatReply {
    * this replica to carry out and answer (`answerTrigger`), from a coordinator that carries them.
    */
   triggers?: PeriodicTriggerRequest[];
+  /**
+   * What names the fleet's records in the store: written by the first heartbeat that finds none (unique: the
+   * owner that sent it and the store's time, say), and kept with them. Another value than the last heartbeat read means that the store
+   * lost the records in between (restarted without persistence, flushed, truncated): the replica reports it
+   * as `storeReset` (SPEC 22). Absent from a coordinator that cannot tell.
+   */
+  fleet?: string;
 }
 
 /** A write of a job's schedule by the owner of its lease, as `writeSchedule` makes it. */
@@ -307,6 +314,16 @@ export class StoreLog {
     if (at - this.slowReportedAt < this.coordinator.leaseMs) return;
     this.slowReportedAt = at;
     this.log.log(oneLine(`${storeName(this.coordinator)} ${what}`));
+  }
+
+  /** The store lost the fleet's records (`lost`), as a heartbeat found: said once per loss, whatever the logger. */
+  reset(lost: string[]): void {
+    this.log.error(
+      `${storeName(this.coordinator)} lost the fleet's records (${lost.join(', ')}): the store restarted ` +
+        'without persistence, or was flushed or truncated. Jobs that the fleet had paused run again, and ' +
+        'histories and audit trails start over. Keep them with the store’s persistence (docs/operations.md, ' +
+        '"A store that lost its data")',
+    );
   }
 
   recovered(): void {
@@ -708,7 +725,10 @@ function heartbeatProblem(request: PeriodicHeartbeat, reply: unknown): string | 
     }
     if (!SCHEDULE.accepts(schedule)) return wrong(`acquired[${i}].schedule`, schedule, SCHEDULE.expected);
   }
-  const { paused, triggers } = reply as PeriodicHeartbeatReply;
+  const { paused, triggers, fleet } = reply as PeriodicHeartbeatReply;
+  if (fleet !== undefined && (typeof fleet !== 'string' || fleet === '')) {
+    return wrong('fleet', fleet, 'a string that names the fleet’s records');
+  }
   if (
     triggers !== undefined &&
     !(Array.isArray(triggers) && triggers.every((request) => TRIGGER.accepts(request)))

@@ -30,6 +30,12 @@ export type PeriodicEvent =
   | { type: 'guardFailed'; name: string; error: unknown }
   | { type: 'leaseAcquired'; name: string; fencingToken: number }
   | { type: 'leaseLost'; name: string; reason: string }
+  /**
+   * The coordinator's store lost the fleet's records (restarted without persistence, flushed, truncated), as
+   * a heartbeat of this replica found: `lost` names what went with them (`'pauses'`, `'history'`, `'audit'`).
+   * Once per loss and replica, not per job.
+   */
+  | { type: 'storeReset'; lost: string[] }
   /** A pause, resume or trigger, as the job's audit trail records it (SPEC 18). */
   | {
       type: 'operated';

@@ -5,6 +5,7 @@
 // back and keeps no state about the tick.
 import { randomUUID } from 'node:crypto';
 import {
+  type PeriodicCoordinator,
   type PeriodicFleetRead,
   type PeriodicFleetSchedule,
   type PeriodicOperation,
@@ -277,7 +278,7 @@ export class PeriodicScheduler {
       method === undefined ? options.run : { target: method.target, key: method.key, inherited: options.run };
     this.#sink = typeof events === 'function' ? { emit: events } : events;
     if (coordinator !== undefined && resolved.exclusive) {
-      const lease = new Lease(replica ?? new Replica(new StoreLog(coordinator)), resolved.name, this);
+      const lease = new Lease(replica ?? this.#ownReplica(coordinator), resolved.name, this);
       if (resolved.delivery === 'atLeastOnce' && (history === false || !lease.replica.calls.recorded)) {
         throw refused(
           new PeriodicConfigError(
@@ -858,6 +859,15 @@ export class PeriodicScheduler {
   }
 
   // ---- The lease of an exclusive job ----
+
+  /** The replica of a job given none: its own, which reports a store that lost the fleet's records as its event. */
+  #ownReplica(coordinator: PeriodicCoordinator): Replica {
+    const replica = new Replica(new StoreLog(coordinator));
+    replica.onStoreReset = (lost) => {
+      if (this.#wants('storeReset')) this.#emit({ type: 'storeReset', lost });
+    };
+    return replica;
+  }
 
   /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
   leaseAcquired(fencingToken: number, stored: PeriodicFleetSchedule | null): void {

@@ -219,6 +219,10 @@ export class Replica {
   private shedUntil = -Infinity;
   /** Runs whose start the store took: their end is recorded even then, so that none reads as running for ever. */
   private readonly opened = new WeakSet<PeriodicRunEntry>();
+  /** What names the fleet's records in the store, as the last heartbeat read it (`PeriodicHeartbeatReply.fleet`). */
+  private fleet: string | undefined;
+  /** Told what the store lost when a heartbeat finds the fleet's records gone (the `storeReset` event). */
+  onStoreReset: ((lost: string[]) => void) | undefined;
 
   /**
    * @param store the coordinator, and where its failures are reported.
@@ -563,6 +567,10 @@ export class Replica {
   }
 
   private answered(request: PeriodicHeartbeat, reply: HeartbeatAnswer, sent: number): void {
+    if (reply.fleet !== undefined) {
+      if (this.fleet !== undefined && reply.fleet !== this.fleet) this.storeReset();
+      this.fleet = reply.fleet;
+    }
     const validUntil = sent + this.calls.leaseMs - this.margin;
     const late = now() >= validUntil;
     request.renew.forEach(({ name, fencingToken }, i) => {
@@ -595,6 +603,18 @@ export class Replica {
     this.members = reply.members;
     this.spreadJobs();
     this.armExpiry();
+  }
+
+  /** The store lost the fleet's records since the last heartbeat: said once, in the log and as an event. */
+  private storeReset(): void {
+    const { calls } = this;
+    const lost = [...(calls.operated ? ['pauses', 'audit'] : []), ...(calls.recorded ? ['history'] : [])];
+    calls.store.reset(lost);
+    try {
+      this.onStoreReset?.(lost);
+    } catch {
+      // A listener's failure is its own (the events' emitter logs it); it never stops the heartbeat.
+    }
   }
 
   /** Which jobs the fleet's spread gives this replica, computed again when the members change. */
