@@ -19,14 +19,15 @@ export interface PeriodicJobHealth {
 
 /** Options of {@link PeriodicHealthIndicator.isHealthy}. */
 export interface PeriodicHealthOptions {
-  /** A job is down once this many runs in a row have failed. @default 3 */
+  /** A job is down once this many runs in a row have failed: 1 to 1,000,000. @default 3 */
   maxConsecutiveFailures?: number;
 }
 
 const HEALTH_RULES = {
   maxConsecutiveFailures: {
-    accepts: (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1,
-    expected: 'an integer ≥ 1',
+    accepts: (value) =>
+      Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= 1_000_000,
+    expected: 'an integer from 1 to 1,000,000',
   },
 } satisfies Record<keyof PeriodicHealthOptions, OptionRule>;
 

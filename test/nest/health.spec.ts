@@ -259,10 +259,10 @@ describe('PeriodicHealthIndicator over HTTP', () => {
     expect(indicator.isHealthy('jobs', { maxConsecutiveFailures: 2 })).toMatchObject({
       jobs: { status: 'up' },
     });
-    for (const limit of [0, 1.5, '3']) {
+    for (const limit of [0, 1.5, '3', 1_000_001]) {
       expect(() => indicator.isHealthy('jobs', { maxConsecutiveFailures: limit as number })).toThrow(
         new PeriodicConfigError(
-          `PeriodicHealthIndicator.isHealthy(): "maxConsecutiveFailures" must be an integer ≥ 1, got ${JSON.stringify(limit)}`,
+          `PeriodicHealthIndicator.isHealthy(): "maxConsecutiveFailures" must be an integer from 1 to 1,000,000, got ${JSON.stringify(limit)}`,
         ),
       );
     }
