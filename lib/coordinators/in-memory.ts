@@ -37,8 +37,8 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   readonly leaseMs: number;
   /** The leases held, by job name; protected for subclasses that inject failures in tests. */
   protected readonly leases = new Map<string, { owner: string; expiresAt: number }>();
-  /** What names the fleet's records (`PeriodicHeartbeatReply.fleet`): they live as long as this store does. */
-  private readonly fleet = randomUUID();
+  /** What names the fleet's records (`PeriodicHeartbeatReply.fleet`), written by the first heartbeat. */
+  private fleet: string | undefined;
   private readonly tokens = new Map<string, number>();
   private readonly schedules = new Map<string, PeriodicFleetSchedule>();
   /** The members of the fleet, with the expiry of their records. */
@@ -132,6 +132,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       this.triggers.delete(name);
       return waiting.map((request) => ({ ...request }));
     });
+    this.fleet ??= randomUUID();
     return { members, renewed, acquired, paused: [...this.pauses.keys()], triggers, fleet: this.fleet };
   }
 

@@ -46,6 +46,12 @@ export interface PostgresCoordinatorOptions {
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+/**
+ * The row of the lease table whose `grid` names the fleet's records (`PeriodicHeartbeatReply.fleet`), written by
+ * the first heartbeat that finds none; no job has its name, which holds a control character. It goes with the
+ * pauses and schedules of the table: another name means they went too (SPEC 22, `storeReset`).
+ */
+const FLEET_ROW = '\u0001fleet';
 /** The table's name: short enough for the names of the tables beside it (`<table>_members`, `_summary`) to be whole. */
 const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,54}$/;
 
@@ -244,6 +250,11 @@ export class PostgresCoordinator implements PeriodicCoordinator {
          UPDATE ${this.#triggers} SET taken = true
          WHERE NOT taken AND name IN (SELECT name FROM renewed)
          RETURNING request
+       ), named AS (
+         INSERT INTO ${this.table} (name, expires_at, fencing_token, grid)
+         VALUES ($8, clock_timestamp(), 0, $1 || ' ' || clock_timestamp()::text)
+         ON CONFLICT (name) DO NOTHING
+         RETURNING grid
        )
        SELECT 'member' AS kind, owner AS name, replica, jobs, NULL::bigint AS fencing_token,
               NULL::text AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot
@@ -254,7 +265,9 @@ export class PostgresCoordinator implements PeriodicCoordinator {
        UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM created
        UNION ALL SELECT 'paused', name, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table}
          WHERE paused IS NOT NULL
-       UNION ALL SELECT 'trigger', request, NULL, NULL, NULL, NULL, NULL, NULL FROM carried`,
+       UNION ALL SELECT 'trigger', request, NULL, NULL, NULL, NULL, NULL, NULL FROM carried
+       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL FROM named
+       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table} WHERE name = $8`,
       [
         member.owner,
         member.replica,
@@ -263,11 +276,14 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         renew.map(({ name }) => name),
         renew.map(({ fencingToken }) => fencingToken),
         acquire,
+        FLEET_ROW,
       ],
     )) as HeartbeatRow[];
+    const fleet = rows.find((row) => row.kind === 'fleet')?.name;
     const renewed = new Set(rows.filter((row) => row.kind === 'renewed').map((row) => row.name));
     const acquired = new Map(rows.filter((row) => row.kind === 'acquired').map((row) => [row.name, row]));
     return {
+      ...(typeof fleet === 'string' ? { fleet } : {}),
       paused: rows.filter((row) => row.kind === 'paused').map((row) => row.name),
       triggers: rows.filter((row) => row.kind === 'trigger').map((row) => triggerOf(row.name)),
       members: rows
@@ -607,7 +623,7 @@ interface FleetRow {
 
 /** A row of a heartbeat's answer: a member, a renewal, or a lease taken. */
 interface HeartbeatRow {
-  kind: 'member' | 'renewed' | 'acquired' | 'paused' | 'trigger';
+  kind: 'member' | 'renewed' | 'acquired' | 'paused' | 'trigger' | 'fleet';
   name: string;
   replica: unknown;
   jobs: unknown;

@@ -368,6 +368,27 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
   };
   return [
     [
+      'heartbeat names the fleet’s records the same for every owner, and otherwise once they are wiped (storeReset)',
+      async () => {
+        const store = await batched(LEASE);
+        if (store === undefined) return;
+        const beat = async (who: string) =>
+          (await store.heartbeat({ member: member(who), renew: [], acquire: [] })).fleet;
+        const [a, b] = [owner(), owner()];
+        const named = await beat(a);
+        // A coordinator that cannot tell leaves it out.
+        if (named === undefined) return;
+        assert.equal(typeof named, 'string');
+        assert.equal(await beat(b), named, 'another owner reads the same name');
+        assert.equal(await beat(a), named, 'a later heartbeat reads the same name');
+        await subject.wipe();
+        const renamed = await beat(b);
+        assert.equal(typeof renamed, 'string');
+        assert.notEqual(renamed, named, 'the records were wiped: another name');
+        assert.equal(await beat(a), renamed);
+      },
+    ],
+    [
       'heartbeat writes the member record and answers the live members; one that stops beating is gone after leaseMs',
       async () => {
         const store = await batched(LEASE);

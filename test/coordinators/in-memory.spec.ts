@@ -15,6 +15,7 @@ describe('InMemoryCoordinator keeps the coordinator contract', () => {
       coordinator!['tokens'].clear();
       coordinator!['schedules'].clear();
       coordinator!['members'].clear();
+      coordinator!['fleet'] = undefined;
     },
   });
   for (const [rule, check] of contract) it(rule, check);
