@@ -7,7 +7,6 @@ import {
   Body,
   ForbiddenException,
   Get,
-  Header,
   HttpCode,
   HttpException,
   HttpStatus,
@@ -44,6 +43,11 @@ interface AnyResponse {
   header(name: string, value: string): unknown;
 }
 
+/** The headers of the pages, of an asset and of the API's answers, besides the security headers. */
+const PAGE = { 'Content-Type': HTML, 'Cache-Control': 'no-store' };
+const API = { 'Cache-Control': 'no-store' };
+const assetHeaders = (file: string) => ({ 'Content-Type': ASSETS[file].type, 'Cache-Control': 'no-cache' });
+
 /** The routes below a job's name, whose path ends in the platform's wildcard (set when the module starts). */
 export const WILDCARD_ROUTES = { jobPage: 'jobs/', jobRead: 'api/jobs/', act: 'api/jobs/' } as const;
 
@@ -74,27 +78,23 @@ export class DashboardController {
   }
 
   @Get()
-  @Header('Content-Type', HTML)
-  @Header('Cache-Control', 'no-store')
   async listPage(
     @Req() request: AnyRequest,
     @Res({ passthrough: true }) response: AnyResponse,
   ): Promise<string> {
-    const access = await this.#allowed(request, response);
+    const access = await this.#allowed(request, response, PAGE);
     const jobs = await jobsOf(this.registry, this.#health);
     return listPage(jobs, this.#page(request, access, ''));
   }
 
   @Get(WILDCARD_ROUTES.jobPage)
-  @Header('Content-Type', HTML)
-  @Header('Cache-Control', 'no-store')
   async jobPage(
     @Req() request: AnyRequest,
     @Res({ passthrough: true }) response: AnyResponse,
   ): Promise<string> {
     const [encoded, ...rest] = this.#below(request, WILDCARD_ROUTES.jobPage);
     if (encoded === undefined || encoded === '' || rest.length > 0) this.#nothingHere(request);
-    const access = await this.#allowed(request, response);
+    const access = await this.#allowed(request, response, PAGE);
     const page = this.#page(request, access, WILDCARD_ROUTES.jobPage);
     const name = decoded(encoded);
     // A link kept from before the job was removed or renamed: a page that says so, and leads back to the list.
@@ -113,38 +113,32 @@ export class DashboardController {
   }
 
   @Get('assets/dashboard.css')
-  @Header('Content-Type', ASSETS['dashboard.css'].type)
-  @Header('Cache-Control', 'no-cache')
   async style(
     @Req() request: AnyRequest,
     @Res({ passthrough: true }) response: AnyResponse,
   ): Promise<string> {
-    await this.#allowed(request, response);
+    await this.#allowed(request, response, assetHeaders('dashboard.css'));
     return ASSETS['dashboard.css'].body;
   }
 
   @Get('assets/icon.svg')
-  @Header('Content-Type', ASSETS['icon.svg'].type)
-  @Header('Cache-Control', 'no-cache')
   async icon(@Req() request: AnyRequest, @Res({ passthrough: true }) response: AnyResponse): Promise<string> {
-    await this.#allowed(request, response);
+    await this.#allowed(request, response, assetHeaders('icon.svg'));
     return ASSETS['icon.svg'].body;
   }
 
   @Get('assets/dashboard.js')
-  @Header('Content-Type', ASSETS['dashboard.js'].type)
-  @Header('Cache-Control', 'no-cache')
   async script(
     @Req() request: AnyRequest,
     @Res({ passthrough: true }) response: AnyResponse,
   ): Promise<string> {
-    await this.#allowed(request, response);
+    await this.#allowed(request, response, assetHeaders('dashboard.js'));
     return ASSETS['dashboard.js'].body;
   }
 
   @Get('api/jobs')
   async jobs(@Req() request: AnyRequest, @Res({ passthrough: true }) response: AnyResponse) {
-    await this.#allowed(request, response, true);
+    await this.#allowed(request, response, API);
     const jobs = await jobsOf(this.registry, this.#health);
     return { store: storeOf(this.registry), jobs };
   }
@@ -160,7 +154,7 @@ export class DashboardController {
     const [encoded, record, ...rest] = this.#below(request, WILDCARD_ROUTES.jobRead);
     const known = record === undefined || (RECORDS as readonly string[]).includes(record);
     if (encoded === undefined || encoded === '' || !known || rest.length > 0) this.#nothingHere(request);
-    await this.#allowed(request, response, true);
+    await this.#allowed(request, response, API);
     const name = this.#known(decoded(encoded));
     if (record === undefined) {
       return { ...(await jobDetailOf(this.registry, this.#health, name)), store: storeOf(this.registry) };
@@ -188,7 +182,7 @@ export class DashboardController {
     if (encoded === undefined || encoded === '' || action === undefined || rest.length > 0) {
       this.#nothingHere(request);
     }
-    const access = await this.#allowed(request, response, true);
+    const access = await this.#allowed(request, response, API);
     if (!(ACTIONS as readonly string[]).includes(action)) {
       throw new NotFoundException(`no action "${action}": the actions are ${ACTIONS.join(', ')}`);
     }
@@ -266,7 +260,7 @@ export class DashboardController {
   async #allowed(
     request: AnyRequest,
     response: AnyResponse,
-    api = false,
+    headers: Readonly<Record<string, string>>,
   ): Promise<Exclude<PeriodicDashboardAccess, 'none'>> {
     const access: unknown = await this.options.access(request);
     if (access === 'none') this.#nothingHere(request);
@@ -276,17 +270,36 @@ export class DashboardController {
           "'read' or 'none'",
       );
     }
-    for (const [header, value] of Object.entries(SECURITY_HEADERS)) response.header(header, value);
-    if (api) response.header('Cache-Control', 'no-store');
+    // Set here, not by Nest's @Header(), which sets them before the handler runs, on a 404 for 'none' too.
+    for (const [header, value] of Object.entries({ ...SECURITY_HEADERS, ...headers })) {
+      response.header(header, value);
+    }
     return access;
   }
 
-  /** The platform's own 404, as for a path where nothing is mounted (Nest's not-found handler says the same). */
+  /**
+   * The platform's own answer for a path where nothing is mounted: Nest's 404 (its not-found handler says the
+   * same), or, for a path that is not valid percent-encoding (which the dashboard repaired to answer it), the
+   * platform's 400.
+   */
   #nothingHere(request: AnyRequest): never {
     const { httpAdapter } = this.adapterHost;
-    throw new NotFoundException(
-      `Cannot ${httpAdapter.getRequestMethod?.(request) ?? request.method} ${httpAdapter.getRequestUrl?.(request) ?? request.originalUrl ?? request.url}`,
-    );
+    const url: string = httpAdapter.getRequestUrl?.(request) ?? request.originalUrl ?? request.url ?? '';
+    const path = url.split('?')[0];
+    const broken = path.split('/').find((segment: string) => decoded(segment) === undefined);
+    if (broken !== undefined && httpAdapter.getType() === 'fastify') {
+      throw new HttpException(
+        {
+          statusCode: 400,
+          code: 'FST_ERR_BAD_URL',
+          error: 'Bad Request',
+          message: `'${path}' is not a valid url component`,
+        },
+        HttpStatus.BAD_REQUEST,
+      );
+    }
+    if (broken !== undefined) throw new BadRequestException(`Failed to decode param '${broken}'`);
+    throw new NotFoundException(`Cannot ${httpAdapter.getRequestMethod?.(request) ?? request.method} ${url}`);
   }
 
   /** A job there is: an unknown name (or one that is not valid percent-encoding) is 404. */
