@@ -70,6 +70,10 @@ figure.chart svg { width: 100%; height: 8rem; display: block; border-bottom: 1px
 .reason-running { fill: #0969da; background: #0969da; }
 rect.reason-running { fill-opacity: .5; }
 span.reason { color: #fff; padding: 0 .4rem; border-radius: .3rem; font-size: .85em; }
+.banner { margin: 0 0 .75rem; padding: .6rem .8rem; border: 2px solid var(--down); border-radius: .4rem; }
+.unread { color: var(--down); }
+.absolute { color: var(--muted); font-size: .9em; }
+.buttons { display: contents; }
 .announce { position: sticky; bottom: 0; margin: 1rem 0 0; background: var(--bg); }
 .announce:not(:empty) { padding: .5rem 0; border-top: 1px solid var(--line); }
 .announce.failed { color: var(--down); font-weight: 600; }
@@ -152,8 +156,17 @@ const SCRIPT = `'use strict';
         var now = leaves(fresh);
         var shown = leaves(document);
         Object.keys(shown).forEach(function (key) {
-          if (now[key] && now[key].innerHTML !== shown[key].innerHTML) shown[key].innerHTML = now[key].innerHTML;
+          if (!now[key] || now[key].innerHTML === shown[key].innerHTML) return;
+          // A button that had the focus is replaced (Pause by Resume): the focus goes to its successor.
+          var focused = shown[key].contains(document.activeElement) && document.activeElement;
+          shown[key].innerHTML = now[key].innerHTML;
+          if (!focused) return;
+          var same = shown[key].querySelector('[data-action="' + focused.getAttribute('data-action') + '"]');
+          var buttons = shown[key].querySelectorAll('button');
+          var next = same || buttons[buttons.length - 1];
+          if (next) next.focus();
         });
+        localTimes(document);
         if (announce.className.indexOf('stale') >= 0) say('');
       })
       .catch(function (error) {
@@ -163,6 +176,21 @@ const SCRIPT = `'use strict';
       .then(function () { refreshing = null; });
     return refreshing;
   }
+
+  // Exact times in the viewer's own time zone: the tooltips of relative times, and those a job's page shows.
+  var exact = new Intl.DateTimeFormat(undefined, {
+    year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    timeZoneName: 'short',
+  });
+  function localTimes(root) {
+    root.querySelectorAll('time[datetime]').forEach(function (element) {
+      element.title = exact.format(new Date(element.getAttribute('datetime')));
+    });
+    root.querySelectorAll('[data-absolute]').forEach(function (element) {
+      element.textContent = '(' + exact.format(new Date(element.getAttribute('data-absolute'))) + ')';
+    });
+  }
+  localTimes(document);
 
   document.documentElement.classList.add('scripted');
   // Why a tick started nothing, in words.
@@ -197,10 +225,12 @@ const SCRIPT = `'use strict';
       })
       .then(function (got) {
         var answer = got.answer;
-        if (!got.response.ok) {
-          say(name + ': ' + action + ' refused (' + got.response.status + ' ' + (answer.message || '') + ')', true);
-        } else if (answer.ok === false) {
+        if (got.response.status === 409) {
           say(name + ': nothing started: ' + (WHY[answer.error] || answer.error), true);
+        } else if (got.response.status === 503) {
+          say(name + ': ' + action + ' failed: the store does not answer; try again once it does', true);
+        } else if (!got.response.ok) {
+          say(name + ': ' + action + ' refused (' + got.response.status + ' ' + (answer.message || '') + ')', true);
         } else {
           var where = answer.replica ? ' on ' + answer.replica : '';
           var run = answer.jobId !== undefined ? ', run #' + answer.jobId + where : '';

@@ -1,157 +1,188 @@
-// The dashboard's routes: two pages, two assets and the JSON API, each asking `access` first. The module mounts a
-// subclass of this controller at the dashboard's path.
+// The dashboard's routes: two pages, three assets and the JSON API, each asking `access` first. The module mounts
+// a subclass of this controller at the dashboard's path. A job's name is read from the request's own address
+// (one segment, percent-encoded), behind a wildcard route: Fastify's routes limit a parameter to 100
+// characters, and a name may have 200 (600 once encoded, or more).
 import {
   BadRequestException,
   Body,
   ForbiddenException,
   Get,
-  Header,
   HttpCode,
+  HttpException,
+  HttpStatus,
   Inject,
   NotFoundException,
-  Param,
   Post,
   Query,
   Req,
   Res,
   UnsupportedMediaTypeException,
 } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { JobHealth } from '../nest/health.js';
 import { PeriodicRegistry } from '../nest/registry.js';
-import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from '../scheduler/errors.js';
+import {
+  describeValue,
+  PeriodicConfigError,
+  PeriodicNotFoundError,
+  PeriodicStoreError,
+} from '../scheduler/errors.js';
 import { ASSETS } from './assets.js';
+import { ActionBudget, type AnyRequest, decoded, foreignOrigin, SECURITY_HEADERS } from './hardening.js';
 import { DASHBOARD_OPTIONS, type PeriodicDashboardAccess, type ResolvedDashboardOptions } from './options.js';
 import { jobPage, listPage, notFoundPage, type PageContext } from './pages.js';
-import { jobDetailOf, jobsOf, servingReplica } from './views.js';
+import { jobDetailOf, jobsOf, servingReplica, storeOf } from './views.js';
 
 const HTML = 'text/html; charset=utf-8';
 const ACTIONS = ['trigger', 'pause', 'resume'] as const;
+const RECORDS = ['history', 'audit'] as const;
 
-/** The request, as Express and Fastify both give it: what the dashboard reads of it. */
-interface AnyRequest {
-  originalUrl?: string;
-  url?: string;
-  headers: Record<string, string | string[] | undefined>;
+/** The response, as Express and Fastify both give it: a status and headers. */
+interface AnyResponse {
+  status(code: number): unknown;
+  header(name: string, value: string): unknown;
 }
+
+/** The headers of the pages, of an asset and of the API's answers, besides the security headers. */
+const PAGE = { 'Content-Type': HTML, 'Cache-Control': 'no-store' };
+const API = { 'Cache-Control': 'no-store' };
+const assetHeaders = (file: string) => ({ 'Content-Type': ASSETS[file].type, 'Cache-Control': 'no-cache' });
+
+/** The routes below a job's name, whose path ends in the platform's wildcard (set when the module starts). */
+export const WILDCARD_ROUTES = { jobPage: 'jobs/', jobRead: 'api/jobs/', act: 'api/jobs/' } as const;
+
+/** The wildcard at the end of a route's path: Fastify's router and Express's path-to-regexp name it apart. */
+export function wildcard(platform: string): string {
+  return platform === 'fastify' ? '*' : '*address';
+}
+
+/** Why an action did not start: 409 with `{ ok: false, error, message }`, in words. */
+const REFUSALS: Record<string, string> = {
+  paused: 'the job is paused',
+  jobNotStarted: 'its guard said no, or a run is still going and onOverlap is ignore',
+  notInManualMode: 'the job is not in manual mode',
+  notLeaseHolder: 'this replica does not hold the lease',
+  noHolder: 'no replica holds the lease',
+};
 
 export class DashboardController {
   readonly #health: JobHealth;
+  readonly #budget = new ActionBudget();
 
   constructor(
     @Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly registry: PeriodicRegistry,
+    private readonly adapterHost: HttpAdapterHost,
   ) {
     this.#health = new JobHealth(registry);
   }
 
   @Get()
-  @Header('Content-Type', HTML)
-  @Header('Cache-Control', 'no-store')
-  async listPage(@Req() request: AnyRequest): Promise<string> {
-    const access = await this.#allowed(request);
+  async listPage(
+    @Req() request: AnyRequest,
+    @Res({ passthrough: true }) response: AnyResponse,
+  ): Promise<string> {
+    const access = await this.#allowed(request, response, PAGE);
     const jobs = await jobsOf(this.registry, this.#health);
-    return listPage(jobs, this.#page(request, access, 0));
+    return listPage(jobs, this.#page(request, access, ''));
   }
 
-  @Get('jobs/:name')
-  @Header('Content-Type', HTML)
-  @Header('Cache-Control', 'no-store')
+  @Get(WILDCARD_ROUTES.jobPage)
   async jobPage(
     @Req() request: AnyRequest,
-    @Res({ passthrough: true }) response: { status(code: number): unknown },
-    @Param('name') name: string,
+    @Res({ passthrough: true }) response: AnyResponse,
   ): Promise<string> {
-    const access = await this.#allowed(request);
+    const [encoded, ...rest] = this.#below(request, WILDCARD_ROUTES.jobPage);
+    if (encoded === undefined || encoded === '' || rest.length > 0) this.#nothingHere(request);
+    const access = await this.#allowed(request, response, PAGE);
+    const page = this.#page(request, access, WILDCARD_ROUTES.jobPage);
+    const name = decoded(encoded);
     // A link kept from before the job was removed or renamed: a page that says so, and leads back to the list.
-    if (!this.registry.has(name)) {
+    if (name === undefined || !this.registry.has(name)) {
       response.status(404);
-      return notFoundPage(name, this.#page(request, access, 2));
+      return notFoundPage(name, page);
     }
-    const [job, runs, audit] = await this.#read(name, () =>
-      Promise.all([
-        jobDetailOf(this.registry, this.#health, name),
-        this.registry.history(name),
-        this.registry.audit(name),
-      ]),
-    );
+    const job = await jobDetailOf(this.registry, this.#health, name);
     const recorded = this.registry.get(name).recordsRuns;
-    return jobPage(job, recorded ? runs : null, audit, this.#page(request, access, 2));
+    // What the store does not answer is said so on the page, which shows what this replica knows.
+    const [runs, audit] = await Promise.all([
+      recorded ? this.#unlessStoreDown(this.registry.history(name)) : Promise.resolve(undefined),
+      this.#unlessStoreDown(this.registry.audit(name)),
+    ]);
+    return jobPage(job, recorded ? runs : null, audit, page);
   }
 
   @Get('assets/dashboard.css')
-  @Header('Content-Type', ASSETS['dashboard.css'].type)
-  @Header('Cache-Control', 'no-cache')
-  async style(@Req() request: AnyRequest): Promise<string> {
-    await this.#allowed(request);
+  async style(
+    @Req() request: AnyRequest,
+    @Res({ passthrough: true }) response: AnyResponse,
+  ): Promise<string> {
+    await this.#allowed(request, response, assetHeaders('dashboard.css'));
     return ASSETS['dashboard.css'].body;
   }
 
   @Get('assets/icon.svg')
-  @Header('Content-Type', ASSETS['icon.svg'].type)
-  @Header('Cache-Control', 'no-cache')
-  async icon(@Req() request: AnyRequest): Promise<string> {
-    await this.#allowed(request);
+  async icon(@Req() request: AnyRequest, @Res({ passthrough: true }) response: AnyResponse): Promise<string> {
+    await this.#allowed(request, response, assetHeaders('icon.svg'));
     return ASSETS['icon.svg'].body;
   }
 
   @Get('assets/dashboard.js')
-  @Header('Content-Type', ASSETS['dashboard.js'].type)
-  @Header('Cache-Control', 'no-cache')
-  async script(@Req() request: AnyRequest): Promise<string> {
-    await this.#allowed(request);
+  async script(
+    @Req() request: AnyRequest,
+    @Res({ passthrough: true }) response: AnyResponse,
+  ): Promise<string> {
+    await this.#allowed(request, response, assetHeaders('dashboard.js'));
     return ASSETS['dashboard.js'].body;
   }
 
   @Get('api/jobs')
-  @Header('Cache-Control', 'no-store')
-  async jobs(@Req() request: AnyRequest) {
-    await this.#allowed(request);
-    return jobsOf(this.registry, this.#health);
+  async jobs(@Req() request: AnyRequest, @Res({ passthrough: true }) response: AnyResponse) {
+    await this.#allowed(request, response, API);
+    const jobs = await jobsOf(this.registry, this.#health);
+    return { store: storeOf(this.registry), jobs };
   }
 
-  @Get('api/jobs/:name')
-  @Header('Cache-Control', 'no-store')
-  async job(@Req() request: AnyRequest, @Param('name') name: string) {
-    await this.#allowed(request);
-    return this.#read(name, () => jobDetailOf(this.registry, this.#health, name));
-  }
-
-  @Get('api/jobs/:name/history')
-  @Header('Cache-Control', 'no-store')
-  async history(
+  /** `api/jobs/:name`, and its `history` and `audit`. */
+  @Get(WILDCARD_ROUTES.jobRead)
+  async jobRead(
     @Req() request: AnyRequest,
-    @Param('name') name: string,
+    @Res({ passthrough: true }) response: AnyResponse,
     @Query('limit') limit?: string,
     @Query('before') before?: string,
   ) {
-    await this.#allowed(request);
-    return this.#read(name, () =>
-      this.registry.history(name, {
-        ...(limit === undefined ? {} : { limit: integer('limit', limit) }),
-        ...(before === undefined ? {} : { before: date('before', before) }),
-      }),
-    );
+    const [encoded, record, ...rest] = this.#below(request, WILDCARD_ROUTES.jobRead);
+    const known = record === undefined || (RECORDS as readonly string[]).includes(record);
+    if (encoded === undefined || encoded === '' || !known || rest.length > 0) this.#nothingHere(request);
+    await this.#allowed(request, response, API);
+    const name = this.#known(decoded(encoded));
+    if (record === undefined) {
+      return { ...(await jobDetailOf(this.registry, this.#health, name)), store: storeOf(this.registry) };
+    }
+    const read: Promise<unknown[]> =
+      record === 'history'
+        ? this.registry.history(name, {
+            ...(limit === undefined ? {} : { limit: integer('limit', limit) }),
+            ...(before === undefined ? {} : { before: date('before', before) }),
+          })
+        : this.registry.audit(name, limit === undefined ? {} : { limit: integer('limit', limit) });
+    const shown = await this.#unlessStoreDown(answered(read));
+    return { store: storeOf(this.registry), [record === 'history' ? 'runs' : 'entries']: shown ?? null };
   }
 
-  @Get('api/jobs/:name/audit')
-  @Header('Cache-Control', 'no-store')
-  async audit(@Req() request: AnyRequest, @Param('name') name: string, @Query('limit') limit?: string) {
-    await this.#allowed(request);
-    return this.#read(name, () =>
-      this.registry.audit(name, limit === undefined ? {} : { limit: integer('limit', limit) }),
-    );
-  }
-
-  @Post('api/jobs/:name/:action')
+  /** `POST api/jobs/:name/trigger | pause | resume`. */
+  @Post(WILDCARD_ROUTES.act)
   @HttpCode(200)
-  @Header('Cache-Control', 'no-store')
   async act(
     @Req() request: AnyRequest,
-    @Param('name') name: string,
-    @Param('action') action: string,
+    @Res({ passthrough: true }) response: AnyResponse,
     @Body() body: unknown,
   ) {
-    const access = await this.#allowed(request);
+    const [encoded, action, ...rest] = this.#below(request, WILDCARD_ROUTES.act);
+    if (encoded === undefined || encoded === '' || action === undefined || rest.length > 0) {
+      this.#nothingHere(request);
+    }
+    const access = await this.#allowed(request, response, API);
     if (!(ACTIONS as readonly string[]).includes(action)) {
       throw new NotFoundException(`no action "${action}": the actions are ${ACTIONS.join(', ')}`);
     }
@@ -163,8 +194,24 @@ export class DashboardController {
         `the actions take a JSON body such as {"note":"maintenance"}, with Content-Type: application/json; got ${type === '' ? 'no Content-Type' : type}`,
       );
     }
-    if (crossSite(request)) throw new ForbiddenException('a request from another site is refused');
+    const foreign = foreignOrigin(request);
+    if (foreign !== undefined) {
+      throw new ForbiddenException(`only the dashboard's own origin may act, and ${foreign}`);
+    }
     const note = noteOf(body);
+    const name = this.#known(decoded(encoded));
+    const spent = this.#budget.take(name);
+    if (spent !== undefined) {
+      response.header('Retry-After', String(spent.retryAfter));
+      throw new HttpException(
+        {
+          ok: false,
+          error: 'tooManyActions',
+          message: `at most 10 actions a second on job ${describeValue(name)}: try again in ${spent.retryAfter} s`,
+        },
+        HttpStatus.TOO_MANY_REQUESTS,
+      );
+    }
     const actor = await this.options.actor(request);
     if (actor !== null && actor !== undefined && typeof actor !== 'string') {
       throw new Error(
@@ -172,63 +219,176 @@ export class DashboardController {
       );
     }
     const by = actor === null || actor === undefined || actor === '' ? {} : { by: actor };
-    return this.#read(name, async () => {
-      if (action === 'trigger') return this.registry.trigger(name, { ...by, ...note });
-      await this.registry[action as 'pause' | 'resume'](name, { ...by, ...note });
-      return { ok: true };
+    type Outcome = { ok: true } | { ok: false; error: string; message?: string };
+    const result: Outcome = await answered<Outcome>(
+      action === 'trigger'
+        ? this.registry.trigger(name, { ...by, ...note })
+        : this.registry[action as 'pause' | 'resume'](name, { ...by, ...note }).then(
+            () => ({ ok: true }) as const,
+          ),
+    ).catch((error: unknown) => {
+      if (!(error instanceof PeriodicStoreError)) throw error;
+      return { ok: false, error: 'storeUnreachable', message: error.message };
     });
+    if (result.ok) return result;
+    if (result.error === 'storeUnreachable') {
+      throw new HttpException(
+        {
+          ok: false,
+          error: 'storeUnreachable',
+          message:
+            result.message ??
+            `${action} of job ${describeValue(name)} failed: the coordinator's store did not answer. Try again once it answers.`,
+        },
+        HttpStatus.SERVICE_UNAVAILABLE,
+      );
+    }
+    throw new HttpException(
+      {
+        ok: false,
+        error: result.error,
+        message: `${action} of job ${describeValue(name)} started nothing: ${REFUSALS[result.error] ?? result.error}`,
+      },
+      HttpStatus.CONFLICT,
+    );
   }
 
-  /** What the request may do: 'none' is answered 404, as if there were no dashboard. */
-  async #allowed(request: AnyRequest): Promise<Exclude<PeriodicDashboardAccess, 'none'>> {
+  /**
+   * What the request may do. 'none' is answered as the platform answers a path where nothing is mounted; the
+   * others get the dashboard's security headers (and the API's `Cache-Control: no-store`).
+   */
+  async #allowed(
+    request: AnyRequest,
+    response: AnyResponse,
+    headers: Readonly<Record<string, string>>,
+  ): Promise<Exclude<PeriodicDashboardAccess, 'none'>> {
     const access: unknown = await this.options.access(request);
-    if (access === 'none') throw new NotFoundException();
+    if (access === 'none') this.#nothingHere(request);
     if (access !== 'operate' && access !== 'read') {
       throw new Error(
         `PeriodicDashboardModule: access(request) returned ${describeValue(access)}; it must return 'operate', ` +
           "'read' or 'none'",
       );
     }
+    // Set here, not by Nest's @Header(), which sets them before the handler runs, on a 404 for 'none' too.
+    for (const [header, value] of Object.entries({ ...SECURITY_HEADERS, ...headers })) {
+      response.header(header, value);
+    }
     return access;
   }
 
-  /** Calls on a job, with its errors as answers: an unknown job 404, a bad value 400. */
-  async #read<T>(name: string, read: () => Promise<T>): Promise<T> {
-    if (!this.registry.has(name)) throw new NotFoundException(`no job named ${describeValue(name)}`);
+  /**
+   * The platform's own answer for a path where nothing is mounted: Nest's 404 (its not-found handler says the
+   * same), or, for a path that is not valid percent-encoding (which the dashboard repaired to answer it), the
+   * platform's 400.
+   */
+  #nothingHere(request: AnyRequest): never {
+    const { httpAdapter } = this.adapterHost;
+    const url: string = httpAdapter.getRequestUrl?.(request) ?? request.originalUrl ?? request.url ?? '';
+    const path = url.split('?')[0];
+    const broken = path.split('/').find((segment: string) => decoded(segment) === undefined);
+    if (broken !== undefined && httpAdapter.getType() === 'fastify') {
+      throw new HttpException(
+        {
+          statusCode: 400,
+          code: 'FST_ERR_BAD_URL',
+          error: 'Bad Request',
+          message: `'${path}' is not a valid url component`,
+        },
+        HttpStatus.BAD_REQUEST,
+      );
+    }
+    if (broken !== undefined) throw new BadRequestException(`Failed to decode param '${broken}'`);
+    throw new NotFoundException(`Cannot ${httpAdapter.getRequestMethod?.(request) ?? request.method} ${url}`);
+  }
+
+  /** A job there is: an unknown name (or one that is not valid percent-encoding) is 404. */
+  #known(name: string | undefined): string {
+    if (name === undefined || !this.registry.has(name)) {
+      throw new NotFoundException(`no job named ${name === undefined ? 'so' : describeValue(name)}`);
+    }
+    return name;
+  }
+
+  /** What the store answered, or undefined when it did not answer (the page and the API say so). */
+  async #unlessStoreDown<T>(read: Promise<T>): Promise<T | undefined> {
     try {
-      return await read();
+      return await read;
     } catch (error) {
-      if (error instanceof PeriodicNotFoundError) throw new NotFoundException(error.message);
-      if (error instanceof PeriodicConfigError) throw new BadRequestException(error.message);
+      if (error instanceof PeriodicStoreError) return undefined;
       throw error;
     }
   }
 
-  /** The page's context; `depth`: segments of the page's address below the dashboard's own. */
-  #page(request: AnyRequest, access: 'operate' | 'read', depth: number): PageContext {
+  /**
+   * The raw segments of the request's path below a wildcard route's fixed part: the name still percent-encoded,
+   * so that `a%2Fb` is one name and `a/b` two segments.
+   */
+  #below(request: AnyRequest, route: string): string[] {
+    const url = request.originalUrl ?? request.raw?.originalUrl ?? request.url ?? '';
+    const query = url.indexOf('?');
+    const segments = (query < 0 ? url : url.slice(0, query)).split('/');
+    const pattern = String(request.route?.path ?? request.routeOptions?.url ?? '');
+    const fixed = pattern.slice(0, pattern.lastIndexOf(route) + route.length).split('/').length - 1;
+    // An Express application mounted in another: its route's path lacks the outer part, counted from the end.
+    const offset = Math.max(
+      0,
+      segments.length - (this.#wildcardSegments(request) ?? segments.length - fixed),
+    );
+    return segments.slice(offset);
+  }
+
+  /** The segments the wildcard matched, where the platform counts them (Express gives them as an array). */
+  #wildcardSegments(request: AnyRequest): number | undefined {
+    const params = (request as { params?: Record<string, unknown> }).params;
+    const matched = params?.address;
+    return Array.isArray(matched) ? matched.length : undefined;
+  }
+
+  /** The page's context; `route`: the page's route below the dashboard's path. */
+  #page(request: AnyRequest, access: 'operate' | 'read', route: string): PageContext {
+    const depth = route === '' ? 0 : 2;
+    const url = request.originalUrl ?? request.raw?.originalUrl ?? request.url ?? '/';
+    const path = url.split('?')[0];
+    const pattern = String(request.route?.path ?? request.routeOptions?.url ?? this.options.path);
+    const mount = route === '' ? pattern : pattern.slice(0, pattern.lastIndexOf(route));
     return {
-      root: rootFrom(request.originalUrl ?? request.url ?? '/', depth),
+      root: rootOf(mount, depth, depth === 0 && path.length > 1 && path.endsWith('/')),
       access,
       replica: servingReplica(this.registry),
+      store: storeOf(this.registry),
       now: Date.now(),
     };
   }
 }
 
 /**
- * The dashboard's root relative to the page at `url`, whose path has `depth` segments below the root: relative,
- * so that it holds behind a global prefix and a proxy that mounts the application under a path of its own.
+ * The dashboard's root relative to a page `depth` segments below it, from where the dashboard is mounted (the
+ * route's own path, global prefix included), never from the request's address: relative, so that it holds behind
+ * a proxy that mounts the application under a path of its own. `trailing`: the page was asked with a trailing
+ * slash, from which a browser resolves one level deeper.
  */
-export function rootFrom(url: string, depth: number): string {
-  const segments = url.split('?')[0].split('/');
-  // A trailing slash: the page's own segment is empty, and the browser resolves from one level deeper.
-  const trailing = segments.length > 1 && segments[segments.length - 1] === '' ? 1 : 0;
-  const root = segments.slice(0, segments.length - trailing - depth);
-  const name = root[root.length - 1] ?? '';
-  const up = depth + trailing;
+export function rootOf(mount: string, depth: number, trailing: boolean): string {
+  const name =
+    mount
+      .split('/')
+      .filter((segment) => segment !== '')
+      .pop() ?? '';
+  const up = depth + (trailing ? 1 : 0);
   // Mounted at the application's root: the root is a folder, `/`, one level less up.
   if (name === '') return up <= 1 ? '.' : '../'.repeat(up - 1).slice(0, -1);
-  return `${'../'.repeat(up)}${name}`;
+  return `${'../'.repeat(up)}${encodeURIComponent(decoded(name) ?? name)}`;
+}
+
+/** A call of the registry whose refusals are answers: an unknown job 404, a bad value 400. */
+async function answered<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    if (error instanceof PeriodicNotFoundError) throw new NotFoundException(error.message);
+    if (error instanceof PeriodicConfigError) throw new BadRequestException(error.message);
+    throw error;
+  }
 }
 
 /** A query parameter that must be an integer. */
@@ -250,25 +410,6 @@ function date(key: string, text: string): Date {
     );
   }
   return parsed;
-}
-
-/**
- * Whether a browser sent the request from another site: as its `Sec-Fetch-Site` says, or, from a browser that
- * sends none, as its `Origin` differs from the host it asked (`X-Forwarded-Host` behind a proxy).
- */
-function crossSite({ headers }: AnyRequest): boolean {
-  const site = headers['sec-fetch-site'];
-  if (site !== undefined) return site === 'cross-site';
-  const origin = headers.origin;
-  if (typeof origin !== 'string' || origin === 'null') return origin === 'null';
-  const host = String(headers['x-forwarded-host'] ?? headers.host ?? '')
-    .split(',')[0]
-    .trim();
-  try {
-    return new URL(origin).host !== host;
-  } catch {
-    return true;
-  }
 }
 
 /** The note of an action, for the audit trail, from the JSON body: `{}` or `{ "note": "…" }`. */

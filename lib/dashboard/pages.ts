@@ -2,7 +2,12 @@
 // read without JavaScript; the script (assets.ts) refreshes their live parts and sends the operators' actions.
 import type { PeriodicAuditEntry } from '../scheduler/operations.js';
 import type { PeriodicRunRecord } from '../scheduler/history.js';
-import { span, type PeriodicDashboardJob, type PeriodicDashboardJobDetail } from './views.js';
+import {
+  span,
+  type PeriodicDashboardJob,
+  type PeriodicDashboardJobDetail,
+  type PeriodicDashboardStore,
+} from './views.js';
 
 /** Between a number and its unit, and within a short time in words: never a line break. */
 const NBSP = '\u00a0';
@@ -17,6 +22,8 @@ export interface PageContext {
   access: 'operate' | 'read';
   /** The replica that serves the page, when there is a coordinator. */
   replica: string | null;
+  /** The coordinator's store as this replica sees it; null without one. */
+  store: PeriodicDashboardStore | null;
   now: number;
 }
 
@@ -49,15 +56,18 @@ export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): strin
   return document('Periodic jobs', body, page);
 }
 
-/** `runs`: null when the module keeps no history (`history: false`). */
+/**
+ * `runs`: null when the module keeps no history (`history: false`); `runs` and `audit` undefined when the store
+ * did not answer.
+ */
 export function jobPage(
   job: PeriodicDashboardJobDetail,
-  runs: PeriodicRunRecord[] | null,
-  audit: PeriodicAuditEntry[],
+  runs: PeriodicRunRecord[] | null | undefined,
+  audit: PeriodicAuditEntry[] | undefined,
   page: PageContext,
 ): string {
   const body = `
-<nav><a href="${page.root}">All jobs</a></nav>
+<nav><a href="${esc(page.root)}">All jobs</a></nav>
 <main data-job="${esc(job.name)}">
   <h1>${breakable(job.name)}</h1>
   ${intro(page, job.exclusive ? 'exclusive: one replica runs it at a time; this page shows and operates the fleet’s job' : 'not exclusive: every process runs it; this page shows and operates this process’s')}
@@ -68,12 +78,14 @@ export function jobPage(
     <div data-live="runs">${
       runs === null
         ? '<p>No history is kept: the module’s <code>history</code> option is <code>false</code>. The counts above are this process’s.</p>'
-        : chart(runs, page.now) + runsTable(runs, page)
+        : runs === undefined
+          ? UNREAD('runs')
+          : chart(runs, page.now) + runsTable(runs, page)
     }</div>
   </section>
   <section aria-labelledby="audit-title">
     <h2 id="audit-title">Audit trail</h2>
-    <div data-live="audit">${auditTable(audit, page)}</div>
+    <div data-live="audit">${audit === undefined ? UNREAD('audit trail') : auditTable(audit, page)}</div>
   </section>
   <section aria-labelledby="options-title">
     <h2 id="options-title">Options</h2>
@@ -85,17 +97,28 @@ export function jobPage(
   return document(`${job.name} · Periodic jobs`, body, page);
 }
 
-export function notFoundPage(name: string, page: PageContext): string {
+/** What a job's page says of a record the store did not answer. */
+const UNREAD = (what: string) =>
+  `<p class="unread">The ${what} cannot be read now: the coordinator’s store does not answer. This page shows it again once the store answers.</p>`;
+
+/** `name`: undefined for an address that is not valid percent-encoding, which names no job. */
+export function notFoundPage(name: string | undefined, page: PageContext): string {
+  const named = name === undefined ? 'No job by that name' : `No job named ${breakable(name)}`;
   const body = `
-<nav><a href="${page.root}">All jobs</a></nav>
+<nav><a href="${esc(page.root)}">All jobs</a></nav>
 <main>
-  <h1>No job named ${breakable(name)}</h1>
+  <h1>${named}</h1>
   <p>It was removed, or renamed by a deploy, since this address was made. The list shows the jobs there are.</p>
 </main>`;
-  return document(`No job named ${name} · Periodic jobs`, body, page);
+  return document(
+    `${name === undefined ? 'No job by that name' : `No job named ${name}`} · Periodic jobs`,
+    body,
+    page,
+  );
 }
 
 function optionText(key: string, value: unknown): string {
+  if (key === 'guard') return value === true ? 'when() decides each tick' : 'no guard';
   if (typeof value === 'object') return JSON.stringify(value);
   if (value === 'Infinity') return 'no limit';
   return typeof value === 'number' && IN_MS.has(key) ? `${value} ms` : String(value);
@@ -109,11 +132,12 @@ function document(title: string, body: string, page: PageContext): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
 <title>${esc(title)}</title>
-<link rel="icon" href="${page.root}/assets/icon.svg" type="image/svg+xml">
-<link rel="stylesheet" href="${page.root}/assets/dashboard.css">
-<script src="${page.root}/assets/dashboard.js" defer></script>
+<link rel="icon" href="${esc(page.root)}/assets/icon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="${esc(page.root)}/assets/dashboard.css">
+<script src="${esc(page.root)}/assets/dashboard.js" defer></script>
 </head>
-<body data-api="${page.root}/api" data-access="${page.access}">
+<body data-api="${esc(page.root)}/api" data-access="${page.access}">
+<div data-live="store">${storeBanner(page)}</div>
 ${body}
 <p id="announce" class="announce" role="status" aria-live="polite"></p>
 </body>
@@ -121,23 +145,36 @@ ${body}
 `;
 }
 
+/** The store's state, at the top of every page, when it does not answer. */
+function storeBanner(page: PageContext): string {
+  const { store } = page;
+  if (store === null || store.reachable) return '';
+  const why = store.lastError === null ? '' : ` (${esc(store.lastError)})`;
+  return `<p class="banner" role="alert"><b>The coordinator’s store does not answer</b>, since ${time(store.since.getTime(), page.now, true)}${why}. This page shows what replica ${esc(page.replica ?? 'this one')} knows; what only the store knows is left out, and actions on exclusive jobs fail until it answers.</p>`;
+}
+
 function intro(page: PageContext, what: string): string {
   const served = page.replica === null ? '' : ` · served by replica <b>${esc(page.replica)}</b>`;
+  const store =
+    page.store === null
+      ? ''
+      : page.store.reachable
+        ? ' · store answers'
+        : ' · <span class="down">store down</span>';
   const access = page.access === 'read' ? ' · <span class="badge">read-only</span>' : '';
   const script = page.access === 'operate' ? '<noscript><p>The actions need JavaScript.</p></noscript>' : '';
   const at = new Date(page.now).toISOString().slice(11, 19);
-  return `<p class="intro">${esc(what)}${served}${access} · <span data-live="clock">as of ${at} UTC</span></p>${script}`;
+  return `<p class="intro">${esc(what)}${served}<span data-live="store-state">${store}</span>${access} · <span data-live="clock">as of ${at} UTC</span></p>${script}`;
 }
 
 function jobRow(job: PeriodicDashboardJob, page: PageContext): string {
   const { status, fleetStatus } = job;
-  const href = `${page.root}/jobs/${encodeURIComponent(job.name)}`;
-  const next = fleetStatus?.nextSlot ?? status.nextTickAt;
+  const href = esc(`${page.root}/jobs/${encodeURIComponent(job.name)}`);
   const cells = [
     ['Schedule', schedule(job, page)],
     ['State', state(job, page)],
-    ['Holder', holder(job)],
-    ['Next tick', next === null ? '—' : time(next.getTime(), page.now)],
+    ['Holder', holder(job, false)],
+    ['Next tick', nextTick(job, page, false)],
     ['Last run', lastRun(job, page)],
     ['Failures', String(fleetStatus?.consecutiveFailures ?? status.consecutiveFailures)],
     ['Health', health(job)],
@@ -153,28 +190,45 @@ function actions(job: PeriodicDashboardJob): string {
   return `<section class="actions needs-script" aria-label="Actions on ${esc(job.name)}" data-job="${esc(job.name)}">${actionControls(job)}</section>`;
 }
 
-/** The note field and the three buttons of a job, named for what they do. */
+/** The note field and the buttons of a job, named for what they do: Trigger, and Pause or Resume as applies. */
 function actionControls(job: PeriodicDashboardJob): string {
   const name = esc(job.name);
   return `<div class="controls">
 <input type="text" name="note" maxlength="1000" placeholder="Note (optional)" aria-label="Note on the next action on ${name}, for the audit trail">
-<button type="button" data-action="trigger">Trigger</button>
-<button type="button" data-action="pause">Pause</button>
-<button type="button" data-action="resume">Resume</button>
+<span class="buttons" data-live="buttons">${buttons(job)}</span>
 </div>`;
+}
+
+function buttons(job: PeriodicDashboardJob): string {
+  return `<button type="button" data-action="trigger">Trigger</button> ${
+    isPaused(job)
+      ? '<button type="button" data-action="resume">Resume</button>'
+      : '<button type="button" data-action="pause">Pause</button>'
+  }`;
+}
+
+/** Paused: in this process, or, for an exclusive job, in the fleet. */
+function isPaused(job: PeriodicDashboardJob): boolean {
+  return job.status.state === 'paused' || job.paused !== null;
+}
+
+/** The next tick: "paused" while the job is, when the fleet's schedule or this process's timer says otherwise. */
+function nextTick(job: PeriodicDashboardJob, page: PageContext, absolute: boolean): string {
+  if (isPaused(job)) return 'paused';
+  const next = job.fleetStatus?.nextSlot ?? job.status.nextTickAt;
+  return next === null ? '—' : time(next.getTime(), page.now, absolute);
 }
 
 function summary(job: PeriodicDashboardJob, page: PageContext): string {
   const { status, fleetStatus } = job;
-  const next = fleetStatus?.nextSlot ?? status.nextTickAt;
   const lastSucceeded = fleetStatus?.lastSucceededAt ?? status.lastSucceededAt;
   const items: [string, string][] = [
     ['Schedule', schedule(job, page)],
-    ['State', state(job, page)],
-    ['Holder', holder(job)],
-    ['Next tick', next === null ? '—' : time(next.getTime(), page.now)],
-    ['Last run', lastRun(job, page)],
-    ['Last success', lastSucceeded === null ? 'never' : time(lastSucceeded.getTime(), page.now)],
+    ['State', state(job, page, true)],
+    ['Holder', holder(job, true)],
+    ['Next tick', nextTick(job, page, true)],
+    ['Last run', lastRun(job, page, true)],
+    ['Last success', lastSucceeded === null ? 'never' : time(lastSucceeded.getTime(), page.now, true)],
     ['Failures in a row', String(fleetStatus?.consecutiveFailures ?? status.consecutiveFailures)],
     ['Health', health(job)],
     ['Runs in this process', counts(job)],
@@ -188,10 +242,13 @@ function summary(job: PeriodicDashboardJob, page: PageContext): string {
 function schedule(job: PeriodicDashboardJob, page: PageContext): string {
   const { text, next, timezone } = job.schedule;
   if (next.length === 0) return esc(text);
+  // A pattern of six fields or more starts with its seconds: its times say them.
+  const seconds = text.slice(0, -timezone!.length).trim().split(/\s+/).length >= 6;
   const clock = new Intl.DateTimeFormat('en-GB', {
     weekday: 'short',
     hour: '2-digit',
     minute: '2-digit',
+    ...(seconds ? { second: '2-digit' as const } : {}),
     hourCycle: 'h23',
     timeZone: timezone!,
   });
@@ -199,18 +256,18 @@ function schedule(job: PeriodicDashboardJob, page: PageContext): string {
     .map((date) => {
       const at = date.getTime();
       const iso = date.toISOString();
-      return `<li><time datetime="${iso}" title="${iso.replace('T', ' ').slice(0, 19)} UTC">${clock.format(date).replace(' ', NBSP)}</time> <small>${relative(at - page.now)}</small></li>`;
+      return `<li><time datetime="${iso}" title="${utc(at)}">${clock.format(date).replace(' ', NBSP)}</time> <small>${relative(at - page.now)}</small></li>`;
     })
     .join('');
   return `<code>${breakable(text)}</code><ul class="next" aria-label="Next times, in ${esc(timezone!)}">${times}</ul>`;
 }
 
-function state(job: PeriodicDashboardJob, page: PageContext): string {
+function state(job: PeriodicDashboardJob, page: PageContext, absolute = false): string {
   const { status, paused } = job;
   if (status.state === 'paused' || paused !== null) {
     const by = paused?.by === null || paused === null ? '' : ` by ${breakable(paused.by)}`;
     const note = paused?.note === null || paused === null ? '' : `: <q>${esc(paused.note)}</q>`;
-    const at = paused === null ? '' : ` <small>${time(paused.at.getTime(), page.now)}</small>`;
+    const at = paused === null ? '' : ` <small>${time(paused.at.getTime(), page.now, absolute)}</small>`;
     return `<span class="state paused">paused</span>${by}${note}${at}`;
   }
   const mode = status.mode === 'manual' ? ' <small>(manual mode)</small>' : '';
@@ -218,25 +275,26 @@ function state(job: PeriodicDashboardJob, page: PageContext): string {
   return `<span class="state ${status.state}">${status.state}</span>${mode}${running}`;
 }
 
-function holder(job: PeriodicDashboardJob): string {
+/** Who holds an exclusive job's lease; its fencing token on the job's own page (`token`). */
+function holder(job: PeriodicDashboardJob, token: boolean): string {
   if (job.fleetStatus === null) return '<small>each process</small>';
   const held = job.fleetStatus.holder;
   if (held === null) return 'none';
-  return `${esc(held.replica)} <small>token ${held.fencingToken}</small>`;
+  return `${esc(held.replica)}${token ? ` <small>fencing token ${held.fencingToken}</small>` : ''}`;
 }
 
 /**
  * The latest run: the history's (the fleet's, for an exclusive job), or, without a history (`history: false`),
  * the last end this process saw.
  */
-function lastRun(job: PeriodicDashboardJob, page: PageContext): string {
+function lastRun(job: PeriodicDashboardJob, page: PageContext, absolute = false): string {
   const run = job.lastRun;
   if (run !== null) {
-    return `${result(run.reason)} ${run.durationMs === null ? '' : lasted(run.durationMs)} <small>${time(run.startedAt.getTime(), page.now)}</small>`;
+    return `${result(run.reason)} ${run.durationMs === null ? '' : lasted(run.durationMs)} <small>${time(run.startedAt.getTime(), page.now, absolute)}</small>`;
   }
   const ended = job.status.lastFinished;
   if (ended === null) return 'never';
-  return `${result(ended.reason)} ${lasted(ended.durationMs)} <small>${time(ended.at.getTime(), page.now)}</small>`;
+  return `${result(ended.reason)} ${lasted(ended.durationMs)} <small>${time(ended.at.getTime(), page.now, absolute)}</small>`;
 }
 
 function health(job: PeriodicDashboardJob): string {
@@ -263,7 +321,7 @@ function result(reason: PeriodicRunRecord['reason']): string {
 function runsTable(runs: PeriodicRunRecord[], page: PageContext): string {
   if (runs.length === 0) return '<p>No runs yet.</p>';
   const rows = runs.map((run) => ({
-    head: time(run.startedAt.getTime(), page.now),
+    head: time(run.startedAt.getTime(), page.now, true),
     cells: [
       ['Slot', run.slot === null ? '—' : time(run.slot.getTime(), page.now)],
       ['Origin', `${run.origin}${run.attempt > 1 ? ` <small>attempt ${run.attempt}</small>` : ''}`],
@@ -287,7 +345,7 @@ function runsTable(runs: PeriodicRunRecord[], page: PageContext): string {
 function auditTable(entries: PeriodicAuditEntry[], page: PageContext): string {
   if (entries.length === 0) return '<p>No pause, resume or trigger yet.</p>';
   const rows = entries.map((entry) => ({
-    head: time(entry.at.getTime(), page.now),
+    head: time(entry.at.getTime(), page.now, true),
     cells: [
       ['Action', entry.action],
       ['By', entry.by === null ? '—' : esc(entry.by)],
@@ -383,10 +441,18 @@ function lasted(ms: number): string {
   return span(Math.round(ms / 1000) * 1000).replaceAll(' ', NBSP);
 }
 
-/** A time: relative to now in words, exact in UTC in its tooltip and `datetime`. */
-function time(at: number, now: number): string {
+/**
+ * A time: relative to now in words, exact in its tooltip and `datetime`; with `absolute` (a job's page), exact
+ * beside it too. The server writes UTC; the script writes them again in the viewer's time zone.
+ */
+function time(at: number, now: number, absolute = false): string {
   const iso = new Date(at).toISOString();
-  return `<time datetime="${iso}" title="${iso.replace('T', ' ').slice(0, 19)} UTC">${relative(at - now)}</time>`;
+  const exact = absolute ? ` <span class="absolute" data-absolute="${iso}">(${utc(at)})</span>` : '';
+  return `<time datetime="${iso}" title="${utc(at)}">${relative(at - now)}</time>${exact}`;
+}
+
+function utc(at: number): string {
+  return `${new Date(at).toISOString().replace('T', ' ').slice(0, 19)}${NBSP}UTC`;
 }
 
 function relative(ms: number): string {

@@ -84,6 +84,22 @@ function jobOf(
   };
 }
 
+/** The coordinator's store as this replica sees it: null without one (no exclusive job keeps its records there). */
+export interface PeriodicDashboardStore {
+  reachable: boolean;
+  /** Since when it has been reachable, or not. */
+  since: Date;
+  lastError: string | null;
+}
+
+/** The store as the serving replica sees it, for the API's answers and the banner at the top of the pages. */
+export function storeOf(registry: PeriodicRegistry): PeriodicDashboardStore | null {
+  const log = registry.fleetJobs()[0]?.storeLog;
+  return log === undefined
+    ? null
+    : { reachable: log.reachable, since: new Date(log.since), lastError: log.lastError };
+}
+
 /** The replica that serves the page, when the application has a coordinator. */
 export function servingReplica(registry: PeriodicRegistry): string | null {
   const replica = registry.fleetJobs()[0]?.fleetReplica;

@@ -7,7 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PeriodicConfigError } from 'nestjs-periodic';
 import { PeriodicDashboardModule } from 'nestjs-periodic/dashboard';
-import { rootFrom } from '../../lib/dashboard/controller.js';
+import { rootOf } from '../../lib/dashboard/controller.js';
 import { dashboardApp, NIGHTLY_CRON, type DashboardApp } from './app.js';
 
 const json = { 'content-type': 'application/json' };
@@ -19,8 +19,13 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
   let served: DashboardApp;
   const call = (path: string, init: RequestInit & { headers?: Record<string, string> } = {}) =>
     fetch(`${served.url}${path}`, init);
+  // A script acts with the dashboard's own Origin, as the page does.
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-    call(path, { method: 'POST', headers: { ...json, ...headers }, body: JSON.stringify(body) });
+    call(path, {
+      method: 'POST',
+      headers: { ...json, origin: new URL(served.url).origin, ...headers },
+      body: JSON.stringify(body),
+    });
 
   beforeAll(async () => {
     served = await dashboardApp({ platform, prefix: 'admin' });
@@ -35,7 +40,8 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     const response = await call('/api/jobs');
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-    const jobs = await read(response);
+    const { store, jobs } = await read<{ store: Answer; jobs: Answer[] }>(response);
+    expect(store).toMatchObject({ reachable: true, lastError: null });
     expect(jobs.map((job) => job.name)).toEqual([
       'Reports.nightly',
       'Feeds.import',
@@ -62,13 +68,12 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
   });
 
   it('GET api/jobs/:name/history and audit; a bad query is 400, an unknown job 404', async () => {
-    const history = await read(await call('/api/jobs/Feeds.import/history?limit=3'));
+    const runs = async (path: string) => (await read<{ runs: Answer[] }>(await call(path))).runs;
+    const history = await runs('/api/jobs/Feeds.import/history?limit=3');
     expect(history).toHaveLength(3);
     expect(history[0]).toMatchObject({ name: 'Feeds.import', replica: 'web-1', attempt: 1 });
     // A run's error as the history keeps it: its name and message, never a stack.
-    const errors = (await read(await call('/api/jobs/Feeds.import/history'))).filter(
-      (run) => run.reason === 'error',
-    );
+    const errors = (await runs('/api/jobs/Feeds.import/history')).filter((run) => run.reason === 'error');
     expect(errors[0].error).toEqual({ name: 'Error', message: 'the feed answered 503' });
     const many = await call('/api/jobs/Feeds.import/history?limit=many');
     expect([many.status, (await read<Answer>(many)).message]).toEqual([
@@ -80,7 +85,7 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     expect((await call('/api/jobs/Nope/history')).status).toBe(404);
     expect((await call('/api/jobs/Nope')).status).toBe(404);
     expect((await call('/jobs/Nope')).status).toBe(404);
-    expect(await (await call('/api/jobs/Cleanup.purge/audit')).json()).toEqual([]);
+    expect(await (await call('/api/jobs/Cleanup.purge/audit')).json()).toMatchObject({ entries: [] });
   });
 
   it('POST pause, resume and trigger act with the actor, and the audit trail says who and why', async () => {
@@ -95,7 +100,14 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
       note: 'migrating',
     });
     const refused = await post('/api/jobs/Cleanup.purge/trigger', {});
-    expect(await refused.json()).toEqual({ ok: false, error: 'paused' });
+    expect([refused.status, await refused.json()]).toEqual([
+      409,
+      {
+        ok: false,
+        error: 'paused',
+        message: 'trigger of job "Cleanup.purge" started nothing: the job is paused',
+      },
+    ]);
     expect((await post('/api/jobs/Cleanup.purge/resume', {}, { 'x-user': 'ops@example.com' })).status).toBe(
       200,
     );
@@ -105,13 +117,14 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
       { 'x-user': 'ops@example.com' },
     );
     expect(await triggered.json()).toEqual({ ok: true, jobId: expect.any(Number) });
-    const audit = await read(await call('/api/jobs/Cleanup.purge/audit'));
+    const audit = (await read<{ entries: Answer[] }>(await call('/api/jobs/Cleanup.purge/audit'))).entries;
     expect(audit.map(({ action, by, note }) => [action, by, note])).toEqual([
       ['resume', 'ops@example.com', null],
       ['pause', 'ops@example.com', 'migrating'],
     ]);
     // A trigger's audit entry is written beside its run, once the run has started.
-    const triggers = async () => read(await call('/api/jobs/Reports.nightly/audit'));
+    const triggers = async () =>
+      (await read<{ entries: Answer[] }>(await call('/api/jobs/Reports.nightly/audit'))).entries;
     for (let waited = 0; (await triggers()).length === 0 && waited < 5000; waited += 20) await sleep(20);
     expect((await triggers()).map(({ action, by, note }) => [action, by, note])).toEqual([
       ['trigger', 'ops@example.com', 'rerun after the fix'],
@@ -284,7 +297,7 @@ describe('the dashboard module', () => {
     const served = await dashboardApp({ history: false });
     try {
       while (served.registry.status('Feeds.import').lastFinished === null) await sleep(20);
-      const [job] = (await read(await fetch(`${served.url}/api/jobs`))).filter(
+      const [job] = (await read<{ jobs: Answer[] }>(await fetch(`${served.url}/api/jobs`))).jobs.filter(
         ({ name }) => name === 'Feeds.import',
       );
       expect(job).toMatchObject({ lastRun: null, status: { lastFinished: { reason: expect.any(String) } } });
@@ -302,14 +315,13 @@ describe('the dashboard module', () => {
     }
   });
 
-  it('finds its root from any page address, with or without a trailing slash', () => {
-    expect(rootFrom('/periodic', 0)).toBe('periodic');
-    expect(rootFrom('/admin/periodic?x=1', 0)).toBe('periodic');
-    expect(rootFrom('/admin/periodic/', 0)).toBe('../periodic');
-    expect(rootFrom('/admin/periodic/jobs/Feeds.import', 2)).toBe('../../periodic');
-    expect(rootFrom('/admin/periodic/jobs/a%2Fb', 2)).toBe('../../periodic');
+  it('finds its root from where it is mounted, with or without a trailing slash', () => {
+    expect(rootOf('/periodic', 0, false)).toBe('periodic');
+    expect(rootOf('/admin/periodic', 0, false)).toBe('periodic');
+    expect(rootOf('/admin/periodic', 0, true)).toBe('../periodic');
+    expect(rootOf('/admin/periodic/', 2, false)).toBe('../../periodic');
     // Mounted at the application's root.
-    expect(rootFrom('/', 0)).toBe('.');
-    expect(rootFrom('/jobs/x', 2)).toBe('..');
+    expect(rootOf('/', 0, false)).toBe('.');
+    expect(rootOf('/', 2, false)).toBe('..');
   });
 });

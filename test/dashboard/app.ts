@@ -51,7 +51,14 @@ export const headerAccess: Pick<PeriodicDashboardOptions, 'access' | 'actor'> = 
 };
 
 export async function dashboardApp(
-  options: { platform?: 'express' | 'fastify'; prefix?: string; path?: string; history?: false } = {},
+  options: {
+    platform?: 'express' | 'fastify';
+    prefix?: string;
+    path?: string;
+    history?: false;
+    /** Whether the application trusts its proxy's X-Forwarded-* headers. */
+    trustProxy?: boolean;
+  } = {},
 ): Promise<DashboardApp> {
   @Module({
     imports: [
@@ -71,8 +78,16 @@ export async function dashboardApp(
   class AppModule {}
   const app =
     options.platform === 'fastify'
-      ? await NestFactory.create(AppModule, new FastifyAdapter(), { logger: false })
+      ? await NestFactory.create(AppModule, new FastifyAdapter({ trustProxy: options.trustProxy ?? false }), {
+          logger: false,
+        })
       : await NestFactory.create(AppModule, { logger: false });
+  if (options.platform !== 'fastify' && options.trustProxy === true) {
+    (app.getHttpAdapter().getInstance() as { set(key: string, value: unknown): void }).set(
+      'trust proxy',
+      true,
+    );
+  }
   if (options.prefix !== undefined) app.setGlobalPrefix(options.prefix);
   await app.listen(0, '127.0.0.1');
   const base = (await app.getUrl()).replace('[::1]', '127.0.0.1');

@@ -29,12 +29,20 @@ afterAll(async () => {
 });
 
 async function open(
-  options: { headers?: Record<string, string>; width?: number; javaScript?: boolean } = {},
+  options: {
+    headers?: Record<string, string>;
+    width?: number;
+    javaScript?: boolean;
+    /** For a test that adds a style of its own to the page, which the dashboard's policy refuses. */
+    bypassCSP?: boolean;
+  } = {},
 ) {
   const context: BrowserContext = await browser.newContext({
     viewport: { width: options.width ?? 1280, height: 900 },
     extraHTTPHeaders: options.headers ?? {},
     javaScriptEnabled: options.javaScript ?? true,
+    bypassCSP: options.bypassCSP ?? false,
+    timezoneId: 'Asia/Tokyo',
   });
   const page = await context.newPage();
   page.on('console', (message) => {
@@ -49,14 +57,18 @@ const row = (page: Page, name: string) =>
   page.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });
 
 describe('the dashboard in Chromium', () => {
-  it('lists every job with its Trigger, Pause and Resume buttons; they work, and the page says so', async () => {
+  it('lists every job with its Trigger button, and Pause or Resume as applies; they work, and the page says so', async () => {
     const { context, page } = await open({ headers: { 'x-user': 'alice@example.com' } });
     await page.goto(served.url);
     await expect(page.getByRole('heading', { name: 'Periodic jobs' }).isVisible()).resolves.toBe(true);
     for (const name of ['Reports.nightly', 'Feeds.import', 'Cleanup.purge', 'Search.reindex']) {
-      for (const label of ['Trigger', 'Pause', 'Resume']) {
+      for (const [label, count] of [
+        ['Trigger', 1],
+        ['Pause', 1],
+        ['Resume', 0],
+      ] as const) {
         await expect(row(page, name).getByRole('button', { name: label, exact: true }).count()).resolves.toBe(
-          1,
+          count,
         );
       }
     }
@@ -81,6 +93,10 @@ describe('the dashboard in Chromium', () => {
       .waitFor();
     const paused = await served.registry.fleetStatus('Cleanup.purge');
     expect(paused.paused).toMatchObject({ by: 'alice@example.com', note: 'deploying v2' });
+    // A paused job offers Resume, not Pause, and its next tick says it is paused.
+    await purge.getByRole('button', { name: 'Resume', exact: true }).waitFor();
+    await expect(purge.getByRole('button', { name: 'Pause', exact: true }).count()).resolves.toBe(0);
+    await expect(purge.locator('[data-label="Next tick"]').textContent()).resolves.toBe('paused');
     // A trigger that starts nothing says why, in words.
     await purge.getByRole('button', { name: 'Trigger', exact: true }).click();
     await page
@@ -89,7 +105,7 @@ describe('the dashboard in Chromium', () => {
       .waitFor();
     await page.screenshot({ path: join(shots, 'dashboard-list-desktop.png'), fullPage: true });
 
-    // Resume, from the keyboard; the focus stays on the button.
+    // Resume, from the keyboard; the focus goes to the Pause button that takes its place.
     const resume = purge.getByRole('button', { name: 'Resume', exact: true });
     await resume.focus();
     await page.keyboard.press('Enter');
@@ -97,7 +113,9 @@ describe('the dashboard in Chromium', () => {
       .locator('[data-label="State"]')
       .filter({ hasText: /^ticking/ })
       .waitFor();
-    await expect(resume.evaluate((button) => button === button.ownerDocument.activeElement)).resolves.toBe(
+    const pause = purge.getByRole('button', { name: 'Pause', exact: true });
+    await pause.waitFor();
+    await expect(pause.evaluate((button) => button === button.ownerDocument.activeElement)).resolves.toBe(
       true,
     );
     expect((await served.registry.fleetStatus('Cleanup.purge')).paused).toBeNull();
@@ -108,7 +126,8 @@ describe('the dashboard in Chromium', () => {
       ['pause', 'alice@example.com', 'deploying v2'],
     ]);
     await context.close();
-    expect(problems).toEqual([]);
+    // The browser reports the trigger refused while the job was paused (409), and nothing else.
+    expect(problems.splice(0)).toEqual([expect.stringMatching(/status of 409 \(Conflict\)/)]);
   }, 60_000);
 
   it("shows a job's page: its history as a table and a chart by exit reason, its audit trail and options", async () => {
@@ -151,7 +170,7 @@ describe('the dashboard in Chromium', () => {
       .waitFor();
     const width = () => page.evaluate<number>('document.documentElement.scrollWidth');
     await expect(width()).resolves.toBeLessThanOrEqual(375);
-    const box = await nightly.getByRole('button', { name: 'Resume', exact: true }).boundingBox();
+    const box = await nightly.getByRole('button', { name: 'Pause', exact: true }).boundingBox();
     expect(box!.x + box!.width).toBeLessThanOrEqual(375);
     await page.goto(`${served.url}/jobs/Feeds.import`);
     await expect(width()).resolves.toBeLessThanOrEqual(375);
@@ -168,7 +187,7 @@ describe('the dashboard in Chromium', () => {
 
   it("from a tablet to a wide screen: no column too narrow for its words, a row's buttons on one line", async () => {
     for (const width of [961, 1024, 1121, 1200, 1201, 1240, 1280, 1440]) {
-      const { context, page } = await open({ width });
+      const { context, page } = await open({ width, bypassCSP: true });
       await page.goto(served.url);
       // The page would break a word that does not fit in its column: here it overflows instead, and is seen.
       await page.addStyleTag({
