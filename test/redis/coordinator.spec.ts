@@ -684,9 +684,11 @@ describeRedis('two applications with one exclusive job', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(runs.length).toBeGreaterThan(5);
     expect(new Set(runs.map((run) => run.app))).toEqual(new Set(['first']));
-    expect(second.seen.filter((event) => 'name' in event && event.name === 'Reports.send').map((event) => event.type)).toEqual(
-      expect.not.arrayContaining(['started', 'leaseAcquired']),
-    );
+    expect(
+      second.seen
+        .filter((event) => 'name' in event && event.name === 'Reports.send')
+        .map((event) => event.type),
+    ).toEqual(expect.not.arrayContaining(['started', 'leaseAcquired']));
     // The job that is not exclusive runs in both.
     expect(second.seen.some((event) => event.type === 'started' && event.name === 'everywhere')).toBe(true);
 
