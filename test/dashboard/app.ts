@@ -4,7 +4,13 @@ import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { InMemoryCoordinator, Periodic, PeriodicModule, PeriodicRegistry } from 'nestjs-periodic';
+import {
+  InMemoryCoordinator,
+  Periodic,
+  type PeriodicCoordinator,
+  PeriodicModule,
+  PeriodicRegistry,
+} from 'nestjs-periodic';
 import { PeriodicDashboardModule, type PeriodicDashboardOptions } from 'nestjs-periodic/dashboard';
 
 const berlinHour = Number(
@@ -58,13 +64,15 @@ export async function dashboardApp(
     history?: false;
     /** Whether the application trusts its proxy's X-Forwarded-* headers. */
     trustProxy?: boolean;
+    /** @default an InMemoryCoordinator */
+    coordinator?: PeriodicCoordinator;
   } = {},
 ): Promise<DashboardApp> {
   @Module({
     imports: [
       PeriodicModule.forRoot({
         logger: false,
-        coordinator: new InMemoryCoordinator(),
+        coordinator: options.coordinator ?? new InMemoryCoordinator(),
         replica: 'web-1',
         ...(options.history === undefined ? {} : { history: options.history }),
       }),
