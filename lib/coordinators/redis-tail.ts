@@ -8,7 +8,7 @@ export const SEGMENT = 8;
 
 /**
  * The latest runs of a job on Redis, as the replica that holds its lease records them (SPEC 18), in the hash
- * `<keyPrefix>tails\n<owner>`, which only that owner writes (others only delete from it, as they take its jobs):
+ * `<keyPrefix>\nt<owner>`, which only that owner writes (others only delete from it, as they take its jobs):
  * the tail of the job's history, the field `t:<name>`; and once the tail holds SEGMENT ended runs, they go to a
  * segment, in a ring of `slots` fields `s<i>:<name>` written over the oldest, enough for the latest `keep` runs. A replica that takes the lease moves the tail and
  * the segments of the holder before to the end of the job's list (HAND_OVER), and a reader takes the latest

@@ -28,6 +28,7 @@ import {
   triggerAnswerOf,
   triggerOf,
 } from './replies.js';
+import { KEY_KINDS, KEY_SEPARATOR, keyOf, LUA_KEY_OF } from './redis-keys.js';
 import { historyOf, RunTail, SEGMENT } from './redis-tail.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */
@@ -46,8 +47,10 @@ export interface RedisCoordinatorOptions {
   /** The connection, e.g. `new Redis(process.env.REDIS_URL)` from ioredis; the application closes it. */
   client: RedisClient;
   /**
-   * Prepended to a job's name to make its lease key; the key itself is a hash of the jobs' fencing tokens and
-   * schedules and of the fleet's members. Give each application sharing a Redis its own. With Redis Cluster, put a hash tag in it: `'{periodic}:'`.
+   * Begins every key of the coordinator, before a line feed (it cannot have one itself): `<keyPrefix>\nh` is the
+   * hash of the jobs' fencing tokens and schedules and of the fleet's members, `<keyPrefix>\nl<name>` a job's lease
+   * (docs/replicas.md, "Keys in Redis"). Give each application sharing a Redis its own. With Redis Cluster, put a
+   * hash tag in it: `'{periodic}:'`.
    * @default 'periodic:'
    */
   keyPrefix?: string;
@@ -99,9 +102,10 @@ end
  * HISTORY(hash, name) reads the tail of job \`name\`'s history as its latest holder (the field \`holder:<name>\`) left
  * it (RunTail), or empty; its segments, oldest first; and where they are.
  */
-const HISTORY = `local function history(hash, name)
+const HISTORY = `${LUA_KEY_OF}
+local function history(hash, name)
   local holder = redis.call('HGET', hash, 'holder:' .. name)
-  local tails = holder and hash .. 'tails\\n' .. holder
+  local tails = holder and keyOf(hash, '${KEY_KINDS.tails}', holder)
   local tail = tails and redis.call('HGET', tails, 't:' .. name)
   if not tail then return '', {} end
   local segments, slots = string.match(tail, '^%d+ %d+ (%d+) (%d+)')
@@ -145,13 +149,13 @@ end
 local function handOver(hash, name, owner)
   local tail, segments, tails = history(hash, name)
   redis.call('HSET', hash, 'holder:' .. name, owner)
-  local stale = hash .. 'tails\\n' .. owner
+  local stale = keyOf(hash, '${KEY_KINDS.tails}', owner)
   if stale ~= tails then
     local left = redis.call('HGET', stale, 't:' .. name)
     if left then forget(stale, name, tonumber(string.match(left, '^%d+ %d+ %d+ (%d+)') or '0')) end
   end
   if tail == '' then return end
-  local list = hash .. 'runs\\n' .. name
+  local list = keyOf(hash, '${KEY_KINDS.runs}', name)
   for _, segment in ipairs(segments) do redis.call('RPUSH', list, segment) end
   local okAt, failures, slots, records = string.match(tail, '^(%d+) (%d+) %d+ (%d+)\\n?(.*)$')
   slots = tonumber(slots or '1')
@@ -681,23 +685,28 @@ const RULES = {
     required: true,
   },
   keyPrefix: {
-    accepts: (value) => typeof value === 'string' && value !== '',
-    expected: "a non-empty string such as 'periodic:'",
+    accepts: (value) => typeof value === 'string' && value !== '' && !value.includes(KEY_SEPARATOR),
+    expected: "a non-empty string without a line feed, such as 'periodic:'",
+    because:
+      'a line feed ends the prefix in every key the coordinator makes, so that no two prefixes share a key',
   },
   leaseMs: LEASE_MS,
 } satisfies Record<keyof RedisCoordinatorOptions, OptionRule>;
 
 /**
  * Shares the leases of `exclusive` jobs between the replicas of an application through Redis. The lease of
- * job `name` is the key `<keyPrefix><name>`; its fencing token and schedule are the fields `token:<name>`,
- * `schedule:<name>` and `grid:<name>` of the hash `<keyPrefix>`, which also keeps the fleet's members. The
+ * job `name` is the key `<keyPrefix>\nl<name>`; its fencing token and schedule are the fields `token:<name>`,
+ * `schedule:<name>` and `grid:<name>` of the hash `<keyPrefix>\nh`, which also keeps the fleet's members (the keys
+ * are one-to-one in the prefix and the name: redis-keys.ts). The
  * coordinator sends Lua scripts through the client it is given and loads no Redis library of its own. Replies are parsed whatever the client's options (`stringNumbers`, its own `keyPrefix`).
  */
 export class RedisCoordinator implements PeriodicCoordinator {
-  /** Prepended to a job's name to make its lease key. */
+  /** Begins every key of the coordinator, before a line feed. */
   readonly keyPrefix: string;
   /** How long a lease lasts unless renewed, in ms. */
   readonly leaseMs: number;
+  /** The key of the fleet's hash, `<keyPrefix>\nh` (docs/replicas.md, "Keys in Redis"). */
+  readonly #fleet: string;
   readonly #client: RedisClient;
   readonly #acquire;
   readonly #renew;
@@ -746,6 +755,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     const { client, keyPrefix = 'periodic:', leaseMs = 10_000 } = given as unknown as RedisCoordinatorOptions;
     this.#client = client;
     this.keyPrefix = keyPrefix;
+    this.#fleet = keyOf(keyPrefix, 'fleet');
     this.leaseMs = leaseMs;
     this.#acquire = this.#script(ACQUIRE);
     this.#renew = this.#script(RENEW);
@@ -755,10 +765,9 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async acquire(name: string, owner: string): Promise<number> {
-    const { keyPrefix } = this;
     return integerReply(
       'acquire',
-      await this.#acquire(2, this.#lease(name), keyPrefix, owner, this.leaseMs, name),
+      await this.#acquire(2, this.#lease(name), this.#fleet, owner, this.leaseMs, name),
     );
   }
 
@@ -771,7 +780,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
-    const reply = await this.#readSchedule(1, this.keyPrefix, name);
+    const reply = await this.#readSchedule(1, this.#fleet, name);
     const [last, next, grid] = Array.isArray(reply) ? (reply as unknown[]) : [];
     // Lua turns the nil of a missing field into false; a client may give null.
     if (grid === null || grid === false) return null;
@@ -785,12 +794,11 @@ export class RedisCoordinator implements PeriodicCoordinator {
     fencingToken: number,
     { grid, last, next }: PeriodicFleetSchedule,
   ): Promise<boolean> {
-    const { keyPrefix } = this;
     const args = [owner, fencingToken, name, last, next, grid];
     return (
       integerReply(
         'writeSchedule',
-        await this.#writeSchedule(2, this.#lease(name), keyPrefix, ...args),
+        await this.#writeSchedule(2, this.#lease(name), this.#fleet, ...args),
         1,
       ) === 1
     );
@@ -865,7 +873,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     acquire,
   }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply & { epoch: string }> {
     const keys = [
-      this.keyPrefix,
+      this.#fleet,
       ...renew.map(({ name }) => this.#lease(name)),
       ...acquire.map((name) => this.#lease(name)),
     ];
@@ -1026,7 +1034,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     for (const { name, fencingToken, schedule } of writes) {
       if (this.#gridChanged(name, fencingToken, schedule.grid)) fields.push(`grid:${name}`, schedule.grid);
     }
-    const reply = await this.#writeHeld(1, this.keyPrefix, owner, epoch, writes.length, ...fields);
+    const reply = await this.#writeHeld(1, this.#fleet, owner, epoch, writes.length, ...fields);
     if (Array.isArray(reply) && reply.length === writes.length) {
       return reply.map((ok, i): PeriodicScheduleWritten => {
         const { name, fencingToken, schedule } = writes[i];
@@ -1064,7 +1072,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       if (this.#gridChanged(name, fencingToken, schedule.grid))
         grids.push(i + 1, `grid:${name}`, schedule.grid);
     }
-    const keys = [this.keyPrefix, ...(lists?.keys() ?? [])];
+    const keys = [this.#fleet, ...(lists?.keys() ?? [])];
     const reply = await this.#writeSchedules(
       keys.length,
       ...keys,
@@ -1094,7 +1102,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
    * Records runs with the writes of schedules of this turn, or on their own at its end. The runs of a job whose
    * lease one of this coordinator's owners holds go to the tail of its history (RunTail), where a run recorded at
    * its start is replaced by its end; the others, and all of them for a client without `call`, to the job's list
-   * `<keyPrefix>runs\n<name>`, where a run recorded at its start is replaced by its end's record.
+   * `<keyPrefix>\nr<name>`, where a run recorded at its start is replaced by its end's record.
    */
   recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -1139,7 +1147,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     before: number | null,
     keep = this.#keep,
   ): Promise<PeriodicRunEntry[]> {
-    const reply = await this.#readHistory(2, this.keyPrefix, this.#runs(name), name, keep);
+    const reply = await this.#readHistory(2, this.#fleet, this.#runs(name), name, keep);
     const [tail, segments, list] = Array.isArray(reply) ? (reply as unknown[]) : [];
     if (typeof tail !== 'string' || !Array.isArray(segments) || !Array.isArray(list)) {
       throw new Error(`Redis answered ${describeValue(reply)} to a read of the history`);
@@ -1157,7 +1165,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async #readFleetStep(names: string[]): Promise<PeriodicFleetRead[]> {
-    const keys = [this.keyPrefix, ...names.flatMap((name) => [this.#lease(name), this.#runs(name)])];
+    const keys = [this.#fleet, ...names.flatMap((name) => [this.#lease(name), this.#runs(name)])];
     const reply = await this.#readFleet(keys.length, ...keys, ...names);
     if (!Array.isArray(reply) || reply.length !== 1 + names.length * 12) {
       throw new Error(`Redis answered ${describeValue(reply)} to readFleet`);
@@ -1211,12 +1219,12 @@ export class RedisCoordinator implements PeriodicCoordinator {
   async requestTrigger(request: PeriodicTriggerRequest): Promise<void> {
     const { id, ...rest } = request;
     const json = `{"id":${JSON.stringify(id)},${JSON.stringify({ v: RECORD_VERSION, ...rest }).slice(1)}`;
-    await this.#requestTrigger(1, this.keyPrefix, request.name, json);
+    await this.#requestTrigger(1, this.#fleet, request.name, json);
   }
 
   async readTrigger(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState> {
     const mark = `{"id":${JSON.stringify(id)}`;
-    const reply = await this.#readTrigger(1, this.keyPrefix, name, id, mark, withdraw ? 1 : 0);
+    const reply = await this.#readTrigger(1, this.#fleet, name, id, mark, withdraw ? 1 : 0);
     const [state, answer] = Array.isArray(reply) ? (reply as unknown[]) : [];
     if (state === 'answer' && typeof answer === 'string') return triggerAnswerOf(answer);
     if (state === 'pending' || state === 'taken' || state === 'withdrawn') return state;
@@ -1224,12 +1232,12 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   async answerTrigger(_name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void> {
-    await this.#setField(1, this.keyPrefix, `answer:${id}`, JSON.stringify({ v: RECORD_VERSION, ...answer }));
+    await this.#setField(1, this.#fleet, `answer:${id}`, JSON.stringify({ v: RECORD_VERSION, ...answer }));
   }
 
   async operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
     const record = JSON.stringify({ v: RECORD_VERSION, ...operation });
-    await this.#operate(1, this.keyPrefix, name, operation.action, record, keep);
+    await this.#operate(1, this.#fleet, name, operation.action, record, keep);
   }
 
   async readPause(name: string): Promise<PeriodicOperation | null> {
@@ -1249,7 +1257,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
 
   /** Fields of the hash, as READ_FIELDS reads them. */
   async #hmget(...fields: string[]): Promise<unknown[]> {
-    const reply = await this.#readFields(1, this.keyPrefix, ...fields);
+    const reply = await this.#readFields(1, this.#fleet, ...fields);
     if (!Array.isArray(reply)) throw new Error(`Redis answered ${describeValue(reply)} to HMGET`);
     return reply;
   }
@@ -1264,7 +1272,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     if (leave) this.#forget(owner);
     const steps = inSteps(leases);
     for (const [i, step] of steps.entries()) {
-      const keys = [this.keyPrefix, ...step.map(({ name }) => this.#lease(name))];
+      const keys = [this.#fleet, ...step.map(({ name }) => this.#lease(name))];
       const args = step.flatMap(({ name, fencingToken }) => [name, fencingToken]);
       const last = i === steps.length - 1;
       await this.#releaseAll(keys.length, ...keys, owner, leave && last ? 1 : 0, ...args);
@@ -1273,17 +1281,17 @@ export class RedisCoordinator implements PeriodicCoordinator {
 
   /** The key of the tails of the histories of the jobs `owner` holds, a hash (RunTail). */
   #tails(owner: string): string {
-    return `${this.keyPrefix}tails\n${owner}`;
+    return keyOf(this.keyPrefix, 'tails', owner);
   }
 
   /** The key of the history of job `name`, a list. */
   #runs(name: string): string {
-    return `${this.keyPrefix}runs\n${name}`;
+    return keyOf(this.keyPrefix, 'runs', name);
   }
 
   /** The key of the lease of job `name`. */
   #lease(name: string): string {
-    return `${this.keyPrefix}${name}`;
+    return keyOf(this.keyPrefix, 'lease', name);
   }
 
   /**

@@ -424,12 +424,12 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     [
       'a keyPrefix not a string',
       { client, keyPrefix: 7 },
-      `${NEW}"keyPrefix" must be a non-empty string such as 'periodic:', got 7`,
+      `${NEW}"keyPrefix" must be a non-empty string without a line feed, such as 'periodic:', got 7`,
     ],
     [
       "an empty keyPrefix (the leases would be keys named as the jobs, among the application's own)",
       { client, keyPrefix: '' },
-      `${NEW}"keyPrefix" must be a non-empty string such as 'periodic:', got ""`,
+      `${NEW}"keyPrefix" must be a non-empty string without a line feed, such as 'periodic:', got ""`,
     ],
     ['an unknown option', { client, lease: 1000 }, `${NEW}unknown option "lease"; did you mean "leaseMs"?`],
   ])('new RedisCoordinator() with %s', (_, options, message) => {

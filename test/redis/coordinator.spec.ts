@@ -12,6 +12,7 @@ import {
   RedisCoordinator,
   type RedisCoordinatorOptions,
 } from '../../lib/index.js';
+import { type KeyKind, keyOf } from '../../lib/coordinators/redis-keys.js';
 import { coordinatorContract } from '../coordinators/contract.js';
 import { useApps } from '../nest/helpers.js';
 import { describeWithRedis, dropKeys, redisClient, uniquePrefix } from './redis.js';
@@ -38,19 +39,20 @@ describeRedis('the Lua scripts', () => {
 
   const make = (options: Partial<RedisCoordinatorOptions> = {}) =>
     new RedisCoordinator({ client: redis, keyPrefix: prefix, leaseMs, ...options });
+  const key = (kind: KeyKind, name?: string) => keyOf(prefix, kind, name);
 
   beforeEach(() => {
     prefix = uniquePrefix();
     coordinator = make();
   });
 
-  it('acquire sets <keyPrefix><name> to the owner for leaseMs and stores the fencing token in the hash', async () => {
+  it('acquire sets the lease key <keyPrefix>\\nl<name> to the owner for leaseMs and stores the fencing token in the hash', async () => {
     const token = await coordinator.acquire('cleanup', 'owner-a');
-    expect(await redis.get(`${prefix}cleanup`)).toBe('owner-a');
-    const ttl = await redis.pttl(`${prefix}cleanup`);
+    expect(await redis.get(key('lease', 'cleanup'))).toBe('owner-a');
+    const ttl = await redis.pttl(key('lease', 'cleanup'));
     expect(ttl).toBeGreaterThan(leaseMs - 1000);
     expect(ttl).toBeLessThanOrEqual(leaseMs);
-    expect(await redis.hget(prefix, 'token:cleanup')).toBe(String(token));
+    expect(await redis.hget(key('fleet'), 'token:cleanup')).toBe(String(token));
     // Floored at Redis's clock in microseconds (TIME), exactly as stored.
     const [seconds, micros] = await redis.time();
     expect(token).toBeLessThanOrEqual(Number(seconds) * 1e6 + Number(micros));
@@ -60,13 +62,13 @@ describeRedis('the Lua scripts', () => {
   it('acquire of a held lease returns 0 and changes nothing, not even the counter', async () => {
     const token = await coordinator.acquire('cleanup', 'owner-a');
     await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBe(0);
-    expect(await redis.get(`${prefix}cleanup`)).toBe('owner-a');
-    expect(await redis.hget(prefix, 'token:cleanup')).toBe(String(token));
+    expect(await redis.get(key('lease', 'cleanup'))).toBe('owner-a');
+    expect(await redis.hget(key('fleet'), 'token:cleanup')).toBe(String(token));
   });
 
   it('a counter ahead of the clock (tokens of an older version, or a clock stepped back) still counts up', async () => {
     const ahead = (Date.now() + 3_600_000) * 1000;
-    await redis.hset(prefix, 'token:cleanup', String(ahead));
+    await redis.hset(key('fleet'), 'token:cleanup', String(ahead));
     await expect(coordinator.acquire('cleanup', 'owner-a')).resolves.toBe(ahead + 1);
   });
 
@@ -80,8 +82,8 @@ describeRedis('the Lua scripts', () => {
   it('release deletes the lease, not the counter', async () => {
     const token = await coordinator.acquire('cleanup', 'owner-a');
     await expect(coordinator.release('cleanup', 'owner-a')).resolves.toBe(true);
-    expect(await redis.exists(`${prefix}cleanup`)).toBe(0);
-    expect(await redis.hget(prefix, 'token:cleanup')).toBe(String(token));
+    expect(await redis.exists(key('lease', 'cleanup'))).toBe(0);
+    expect(await redis.hget(key('fleet'), 'token:cleanup')).toBe(String(token));
   });
 
   it('scripts go by EVALSHA, and are sent whole once when Redis does not know them', async () => {
@@ -120,7 +122,7 @@ describeRedis('the Lua scripts', () => {
     });
     // Under a token of another holding, the grid goes again: another holder may have changed it meanwhile.
     await coordinator.releaseAll('owner-a', [{ name: 'cleanup', fencingToken }], false);
-    await redis.hset(prefix, 'grid:cleanup', 'every 2000 regular');
+    await redis.hset(key('fleet'), 'grid:cleanup', 'every 2000 regular');
     const again = await coordinator.heartbeat({ member, renew: [], acquire: ['cleanup'] });
     const [retaken] = again.acquired;
     await coordinator.writeSchedules('owner-a', [
@@ -130,7 +132,7 @@ describeRedis('the Lua scripts', () => {
         schedule: { grid: 'every 500 regular', last: 4000, next: 5000 },
       },
     ]);
-    expect(await redis.hget(prefix, 'grid:cleanup')).toBe('every 500 regular');
+    expect(await redis.hget(key('fleet'), 'grid:cleanup')).toBe('every 500 regular');
     sent.mockRestore();
   });
 
@@ -138,15 +140,15 @@ describeRedis('the Lua scripts', () => {
     const member = { owner: 'owner-a', replica: 'a', jobs: 'j' };
     const schedule = { grid: 'every 1000 regular', last: 5000, next: 6000 };
     const first = (await coordinator.heartbeat({ member, renew: [], acquire: ['cleanup'] })).acquired[0]!;
-    expect(await redis.hget(prefix, 'schedule:cleanup')).toBe(String(first.fencingToken));
+    expect(await redis.hget(key('fleet'), 'schedule:cleanup')).toBe(String(first.fencingToken));
     await coordinator.writeSchedules('owner-a', [
       { name: 'cleanup', fencingToken: first.fencingToken, schedule },
     ]);
-    expect(await redis.hget(prefix, 'schedule:cleanup')).toBe(`${first.fencingToken} 5000 6000`);
+    expect(await redis.hget(key('fleet'), 'schedule:cleanup')).toBe(`${first.fencingToken} 5000 6000`);
     // Taken again, by a single acquire: the field has the new token and the same slots.
     await coordinator.releaseAll('owner-a', [{ name: 'cleanup', fencingToken: first.fencingToken }], false);
     const second = await coordinator.acquire('cleanup', 'owner-a');
-    expect(await redis.hget(prefix, 'schedule:cleanup')).toBe(`${second} 5000 6000`);
+    expect(await redis.hget(key('fleet'), 'schedule:cleanup')).toBe(`${second} 5000 6000`);
     await coordinator.heartbeat({ member, renew: [], acquire: [] });
     const later = { ...schedule, last: 6000, next: 7000 };
     await expect(
@@ -176,7 +178,7 @@ describeRedis('the Lua scripts', () => {
       durationMs: ended ? 1.5 : null,
       error: null,
     });
-    const list = `${prefix}runs\ncleanup`;
+    const list = key('runs', 'cleanup');
     await coordinator.recordRuns([run(1, false)], 10);
     await coordinator.recordRuns([run(1, true)], 10);
     // The end replaced the start, in place.
@@ -234,9 +236,9 @@ describeRedis('the Lua scripts', () => {
       durationMs: reason === null ? null : 1.5,
       error: null,
     });
-    const hash = `${prefix}tails\nowner-a`;
+    const hash = key('tails', 'owner-a');
     const field = async (name: string) => (await redis.hget(hash, name))?.split('\n');
-    const list = `${prefix}runs\ncleanup`;
+    const list = key('runs', 'cleanup');
     // What the runs share, then each run in a few bytes: its count, jobId, slot, start and end after it, reason,
     // duration.
     const shared = JSON.stringify(['r1', fencingToken, 'r1/x#']);
@@ -275,7 +277,7 @@ describeRedis('the Lua scripts', () => {
     await make().heartbeat({ member: { ...member, owner: 'owner-b' }, renew: [], acquire: ['cleanup'] });
     expect(await redis.exists(hash)).toBe(0);
     expect((await redis.lrange(list, 0, -1)).map((element) => element.split('\n').length)).toEqual([10, 3]);
-    expect(await redis.hmget(prefix, 'ok:cleanup', 'failed:cleanup')).toEqual(['3002', null]);
+    expect(await redis.hmget(key('fleet'), 'ok:cleanup', 'failed:cleanup')).toEqual(['3002', null]);
     await expect(reader.readHistory('cleanup', 10, null, 20)).resolves.toEqual(read);
   });
 
@@ -293,13 +295,13 @@ describeRedis('the Lua scripts', () => {
     const sent = jest.spyOn(redis, 'evalsha');
     // The epoch the heartbeat read goes with the write, and Redis reads no job's field for it.
     await expect(write('x', x, 1000)).resolves.toEqual([true]);
-    const epoch = await redis.hget(prefix, 'epoch');
+    const epoch = await redis.hget(key('fleet'), 'epoch');
     expect(sent.mock.calls.map((call) => call[4])).toEqual([epoch]);
     // a gives x up, b takes it: the epoch moves on. A write of x, given up, is checked, and refused; one of y
     // goes unchecked, is refused for the epoch, and goes again, checked; a's writes are checked from then on.
     await coordinator.releaseAll('owner-a', [{ name: 'x', fencingToken: x }], false);
     const [taken] = (await other.heartbeat({ member: b, renew: [], acquire: ['x'] })).acquired;
-    expect(await redis.hget(prefix, 'epoch')).not.toBe(epoch);
+    expect(await redis.hget(key('fleet'), 'epoch')).not.toBe(epoch);
     sent.mockClear();
     await expect(write('x', x, 2000)).resolves.toEqual([false]);
     expect(sent).toHaveBeenCalledTimes(1);
@@ -324,7 +326,7 @@ describeRedis('the Lua scripts', () => {
       error: null,
     };
     await coordinator.recordRuns([run], 10);
-    expect(await redis.llen(`${prefix}runs\nx`)).toBe(1);
+    expect(await redis.llen(key('runs', 'x'))).toBe(1);
     await other.recordRuns([{ ...run, id: 'b#1', fencingToken: taken!.fencingToken, startedAt: 2000 }], 10);
     const history = await make().readHistory('x', 10, null, 10);
     expect(history.map(({ id }) => id)).toEqual(['b#1', 'a#1']);
@@ -332,7 +334,7 @@ describeRedis('the Lua scripts', () => {
     await coordinator.heartbeat({ member: a, renew: [{ name: 'y', fencingToken: y }], acquire: [] });
     sent.mockClear();
     await expect(write('y', y, 3000)).resolves.toEqual([true]);
-    expect(sent.mock.calls.map((call) => call[4])).toEqual([await redis.hget(prefix, 'epoch')]);
+    expect(sent.mock.calls.map((call) => call[4])).toEqual([await redis.hget(key('fleet'), 'epoch')]);
     sent.mockRestore();
   });
 
@@ -353,10 +355,10 @@ describeRedis('the Lua scripts', () => {
       'a',
       'j',
       300,
-      await redis.hget(prefix, 'epoch'),
+      await redis.hget(key('fleet'), 'epoch'),
     ]);
     // x expires unrenewed, and nobody takes it: it is not renewed either.
-    await redis.pexpire(`${prefix}x`, 1);
+    await redis.pexpire(key('lease', 'x'), 1);
     await sleep(20);
     await expect(short.heartbeat({ member: a, renew: [x, y], acquire: [] })).resolves.toMatchObject({
       renewed: [false, true],
@@ -374,12 +376,12 @@ describeRedis('the Lua scripts', () => {
   it('a lease that another holds with the same epoch (a key set by hand, or by a replica of an older version) is not renewed unchecked', async () => {
     const a = { owner: 'owner-a', replica: 'a', jobs: 'j' };
     const [taken] = (await coordinator.heartbeat({ member: a, renew: [], acquire: ['x'] })).acquired;
-    await redis.set(`${prefix}x`, 'owner-z', 'PX', 60_000);
+    await redis.set(key('lease', 'x'), 'owner-z', 'PX', 60_000);
     const renew = [{ name: 'x', fencingToken: taken!.fencingToken }];
     await expect(coordinator.heartbeat({ member: a, renew, acquire: [] })).resolves.toMatchObject({
       renewed: [false],
     });
-    expect(await redis.pttl(`${prefix}x`)).toBeGreaterThan(leaseMs);
+    expect(await redis.pttl(key('lease', 'x'))).toBeGreaterThan(leaseMs);
   });
 
   it('the records of thousands of runs go in scripts and HSETs of 2,000 jobs at most, all read back', async () => {
@@ -462,14 +464,14 @@ describeRedis('the Lua scripts', () => {
       const [a, b] = [make(), make()];
       const first = await take(a, 'owner-a');
       await a.recordRuns([run(1, first, 'error')], 10);
-      const tail = await redis.hget(`${prefix}tails\nowner-a`, 't:job');
+      const tail = await redis.hget(key('tails', 'owner-a'), 't:job');
       await a.releaseAll('owner-a', [{ name: 'job', fencingToken: first }], false);
       const second = await take(b, 'owner-b');
       // a's write of the same tail lands late, after b took the job and moved it.
-      await redis.hset(`${prefix}tails\nowner-a`, 't:job', tail!);
+      await redis.hset(key('tails', 'owner-a'), 't:job', tail!);
       await b.releaseAll('owner-b', [{ name: 'job', fencingToken: second }], false);
       await take(a, 'owner-a');
-      expect(await redis.hexists(`${prefix}tails\nowner-a`, 't:job')).toBe(0);
+      expect(await redis.hexists(key('tails', 'owner-a'), 't:job')).toBe(0);
       const [read] = await make().readFleet(['job']);
       expect(read).toMatchObject({ consecutiveFailures: 1, lastRun: run(1, first, 'error') });
       await expect(make().readHistory('job', 10, null, 10)).resolves.toEqual([run(1, first, 'error')]);
@@ -488,7 +490,7 @@ describeRedis('the Lua scripts', () => {
     it('a run of 0 ms is read back as 0 ms; what is not a run is skipped', async () => {
       const fencingToken = await take(coordinator, 'owner-a');
       await coordinator.recordRuns([run(1, fencingToken, 'normal', 0)], 10);
-      await redis.rpush(`${prefix}runs\njob`, 'S\n["r",1,""]\nnot json', '{"id":3}', 'a format of tomorrow');
+      await redis.rpush(key('runs', 'job'), 'S\n["r",1,""]\nnot json', '{"id":3}', 'a format of tomorrow');
       await expect(make().readHistory('job', 10, null, 10)).resolves.toEqual([
         run(1, fencingToken, 'normal', 0),
       ]);

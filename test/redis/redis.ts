@@ -60,10 +60,10 @@ export function uniquePrefix(): string {
   return `periodic-test:${process.pid}:${Math.random().toString(36).slice(2)}:`;
 }
 
-/** Deletes every key a test made under `prefix`: leases and the hash of fencing counters. */
+/** Deletes every key a test made under `prefix`: leases, histories and the fleet's hash. */
 export async function dropKeys(redis: Redis, prefix: string): Promise<void> {
   const keys = await redis.keys(`${prefix}*`);
-  await redis.del(prefix, ...keys);
+  if (keys.length > 0) await redis.del(...keys);
 }
 
 /**

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
+import { keyOf } from '../../lib/coordinators/redis-keys.js';
 import { type Child, compileApp, startNode } from '../nest/child-app.js';
 import {
   DATABASE_URL,
@@ -55,7 +56,7 @@ function redisStore(): Store {
     },
     entries: async <T>(list: string) =>
       (await redis.lrange(`${prefix}${list}`, 0, -1)).map((entry) => JSON.parse(entry) as T),
-    owner: async (job) => (await redis.get(`${prefix}${job}`)) ?? undefined,
+    owner: async (job) => (await redis.get(keyOf(prefix, 'lease', job))) ?? undefined,
     tearDown: async () => {
       await dropKeys(redis, prefix);
       await redis.del(`${prefix}runs`, `${prefix}closed`);
