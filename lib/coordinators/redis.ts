@@ -301,8 +301,10 @@ end
  * record and forgets the expired ones; renews each lease the owner holds with that token; takes each lease to
  * acquire that is free, as ACQUIRE does. Returns the live members as owner, record pairs; a 1 or 0 per renewal;
  * and per lease taken or not, its token (0 when not taken) and its schedule's last, next and grid (empty when
- * none); the names of the jobs the fleet has paused, as JSON; the triggers carried; and the fleet's epoch once the
- * leases were taken. A lease taken is handed over (HAND_OVER).
+ * none); the names of the jobs the fleet has paused, as JSON; the triggers carried; the fleet's epoch once the
+ * leases were taken; and the name of the fleet's records, the field \`fleet\` of the hash, written as the owner and
+ * the time when the hash has none (it went with the records: \`PeriodicHeartbeatReply.fleet\`). A lease taken is
+ * handed over (HAND_OVER).
  */
 const HEARTBEAT = `${MEMBERS}${CHUNKED}${SCHEDULE}${EPOCH}${HAND_OVER}
 local owner, leaseMs, renewing = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -365,7 +367,12 @@ if waiting then
   if #kept == 0 then redis.call('HDEL', KEYS[1], 'triggers')
   else redis.call('HSET', KEYS[1], 'triggers', cjson.encode(kept)) end
 end
-return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', table.concat(carried, '\\n'), now}`;
+local fleet = redis.call('HGET', KEYS[1], 'fleet')
+if not fleet then
+  fleet = owner .. ' ' .. time[1] .. '.' .. time[2]
+  redis.call('HSET', KEYS[1], 'fleet', fleet)
+end
+return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', table.concat(carried, '\\n'), now, fleet}`;
 
 /**
  * KEYS: the hash, then the lease keys of the renewals; ARGV: owner, replica, jobs, leaseMs, the fleet's epoch as the
@@ -385,7 +392,7 @@ local renewed, leaseMs = {}, tonumber(ARGV[4])
 for i = 2, #KEYS do
   renewed[i - 1] = redis.call('GET', KEYS[i]) == ARGV[1] and redis.call('PEXPIRE', KEYS[i], leaseMs) or 0
 end
-return {live, renewed, {}, redis.call('HGET', KEYS[1], 'paused') or '[]', '', epoch}`;
+return {live, renewed, {}, redis.call('HGET', KEYS[1], 'paused') or '[]', '', epoch, redis.call('HGET', KEYS[1], 'fleet') or ''}`;
 
 /**
  * KEYS: the hash; ARGV: job name, the trigger as JSON. Leaves the trigger for the holder: a line of the field
@@ -829,6 +836,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       triggers: replies.flatMap((step) => step.triggers ?? []),
       renewed: replies.flatMap((step) => step.renewed),
       acquired: replies.flatMap((step) => step.acquired),
+      ...(replies.at(-1)!.fleet === undefined ? {} : { fleet: replies.at(-1)!.fleet }),
     };
     this.#held(member.owner, renew, acquire, reply, new Set(replies.map((step) => step.epoch)));
     return reply;
@@ -894,7 +902,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       const args = [owner, replica, jobs, this.leaseMs, renew.length, ...tokens, ...names, ...acquire];
       reply = await this.#heartbeat(keys.length, ...keys, ...args);
     }
-    const [members, renewed, acquired, paused, triggers, epoch] = Array.isArray(reply)
+    const [members, renewed, acquired, paused, triggers, epoch, fleet] = Array.isArray(reply)
       ? (reply as unknown[])
       : [];
     if (!Array.isArray(members) || !Array.isArray(renewed) || !Array.isArray(acquired)) {
@@ -923,6 +931,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
         return { fencingToken, schedule };
       }),
       epoch: typeof epoch === 'string' || typeof epoch === 'number' ? String(epoch) : '',
+      ...(typeof fleet === 'string' && fleet !== '' ? { fleet } : {}),
     };
   }
 
