@@ -99,7 +99,7 @@ describeRedis('Redis stopped and restarted', () => {
     for (const remaining of servers) await kill(remaining);
   }, 60_000);
 
-  it('a Redis without persistence forgets a pause when it restarts, as docs/operations.md says', async () => {
+  it('a Redis without persistence forgets a pause when it restarts, and the replica says so (storeReset), as docs/operations.md says', async () => {
     const port = await freePort();
     const server = await startRedis(port);
     servers.add(server);
@@ -117,10 +117,14 @@ describeRedis('Redis stopped and restarted', () => {
     await once(server, 'exit');
     servers.delete(server);
     await app.events.once('leaseLost');
+    const reset = app.events.once('storeReset');
     servers.add(await startRedis(port));
     const upAt = performance.now();
-    await app.events.once('leaseAcquired');
+    expect(await reset).toEqual({ type: 'storeReset', lost: ['pauses', 'audit', 'history'] });
     await app.events.once('started');
+    expect(app.logs.periodic().filter((line) => line.includes("lost the fleet's records"))).toEqual([
+      expect.stringMatching(/^error: RedisCoordinator lost the fleet's records \(pauses, audit, history\)/),
+    ]);
     expect(starts.filter((at) => at > pausedAt && at < upAt)).toEqual([]);
     expect(await coordinator.readPause('report')).toBeNull();
     expect(await app.registry.audit('report')).toEqual([]);
