@@ -22,7 +22,7 @@ import { LEASE_MS } from './replies.js';
 
 /** Options of {@link InMemoryCoordinator}. */
 export interface InMemoryCoordinatorOptions {
-  /** How long a lease lasts unless renewed, in integer milliseconds (≥ 100). @default 10_000 */
+  /** How long a lease lasts unless renewed, in integer milliseconds, 100 to 86,400,000 (a day). @default 10_000 */
   leaseMs?: number;
 }
 

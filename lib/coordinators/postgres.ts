@@ -41,7 +41,7 @@ export interface PostgresCoordinatorOptions {
    * Give each application sharing a database its own. @default 'periodic_leases'
    */
   table?: string;
-  /** How long a lease lasts unless renewed, in integer milliseconds (≥ 100). @default 10_000 */
+  /** How long a lease lasts unless renewed, in integer milliseconds, 100 to 86,400,000 (a day). @default 10_000 */
   leaseMs?: number;
 }
 
@@ -54,6 +54,18 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const FLEET_ROW = '\u0001fleet';
 /** The table's name: short enough for the names of the tables beside it (`<table>_members`, `_summary`) to be whole. */
 const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,54}$/;
+
+/**
+ * What the coordinator appends to `table` to name the tables (and the index) beside it. A table option that ends
+ * with one of them is refused: it would be a table beside another table option's, and no suffix is the end of
+ * another, so two table options that are not refused never name one table.
+ */
+const BESIDE = ['_members', '_audit', '_runs', '_runs_seq', '_summary', '_trigger'] as const;
+
+/** The suffix of a table beside another that `table` ends with, if any. */
+function besideOf(table: string): string | undefined {
+  return BESIDE.find((suffix) => table.endsWith(suffix));
+}
 
 const RULES = {
   pool: {
@@ -71,12 +83,20 @@ const RULES = {
         parts.length >= 1 &&
         parts.length <= 2 &&
         TABLE.test(table) &&
-        parts.every((part) => IDENTIFIER.test(part))
+        parts.every((part) => IDENTIFIER.test(part)) &&
+        besideOf(table) === undefined
       );
     },
     expected:
       'a plain SQL identifier, or schema.table, of letters, digits and _ (the table at most 55, the schema at ' +
-      "most 63, not starting with a digit), such as 'periodic_leases'",
+      "most 63, not starting with a digit, the table not ending as the tables beside it), such as 'periodic_leases'",
+    problem: (value) => {
+      const suffix = typeof value === 'string' ? besideOf(value) : undefined;
+      return suffix === undefined
+        ? undefined
+        : `it ends with "${suffix}", as the table of that name beside another table option's does: the two ` +
+            'options would share a table; choose a name without it';
+    },
   },
   leaseMs: LEASE_MS,
 } satisfies Record<keyof PostgresCoordinatorOptions, OptionRule>;

@@ -54,7 +54,7 @@ export interface RedisCoordinatorOptions {
    * @default 'periodic:'
    */
   keyPrefix?: string;
-  /** How long a lease lasts unless renewed, in integer milliseconds (≥ 100). @default 10_000 */
+  /** How long a lease lasts unless renewed, in integer milliseconds, 100 to 86,400,000 (a day). @default 10_000 */
   leaseMs?: number;
 }
 

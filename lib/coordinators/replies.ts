@@ -20,11 +20,33 @@ export function integerReply(step: string, reply: unknown, max = Number.MAX_SAFE
   );
 }
 
+/** The shortest `leaseMs` of every coordinator. */
+export const LEASE_MS_MIN = 100;
+
+/**
+ * The longest `leaseMs` of every coordinator, a day: each store honours it (PostgreSQL takes it as an `integer`,
+ * at most 2^31 − 1; Redis's `PX` far more), and a lease longer than that would keep the jobs of a replica that
+ * died from running for longer still.
+ */
+export const LEASE_MS_MAX = 86_400_000;
+
 /** The rule of every coordinator's `leaseMs`. */
 export const LEASE_MS: OptionRule = {
-  accepts: (value) => isMilliseconds(value, 100),
-  expected: 'an integer number of milliseconds ≥ 100',
-  because: 'a lease is renewed every leaseMs / 3, so a shorter one would be lost to any pause of the process',
+  accepts: (value) => isMilliseconds(value, LEASE_MS_MIN) && (value as number) <= LEASE_MS_MAX,
+  expected: 'an integer number of milliseconds from 100 to 86,400,000 (a day)',
+  problem: (value) => {
+    if (!Number.isSafeInteger(value)) return undefined;
+    if ((value as number) < LEASE_MS_MIN) {
+      return 'a lease is renewed every leaseMs / 3, so a shorter one would be lost to any pause of the process';
+    }
+    if ((value as number) > LEASE_MS_MAX) {
+      return (
+        'the jobs of a replica that dies wait that long for another to take them; give a lease of seconds (the ' +
+        'default is 10,000)'
+      );
+    }
+    return undefined;
+  },
 };
 
 /**

@@ -409,7 +409,22 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     [
       'a lease too short',
       { client, leaseMs: 50 },
-      `${NEW}"leaseMs" must be an integer number of milliseconds ≥ 100, got 50; a lease is renewed every leaseMs / 3`,
+      `${NEW}"leaseMs" must be an integer number of milliseconds from 100 to 86,400,000 (a day), got 50: a lease is renewed every leaseMs / 3`,
+    ],
+    [
+      'a lease PostgreSQL would not take (2 ** 31)',
+      { client, leaseMs: 2 ** 31 },
+      `${NEW}"leaseMs" must be an integer number of milliseconds from 100 to 86,400,000 (a day), got 2147483648: the jobs of a replica that dies wait that long for another to take them; give a lease of seconds (the default is 10,000)`,
+    ],
+    [
+      'a lease of a day and a millisecond',
+      { client, leaseMs: 86_400_001 },
+      `${NEW}"leaseMs" must be an integer number of milliseconds from 100 to 86,400,000 (a day), got 86400001`,
+    ],
+    [
+      'an infinite lease',
+      { client, leaseMs: Infinity },
+      `${NEW}"leaseMs" must be an integer number of milliseconds from 100 to 86,400,000 (a day), got Infinity`,
     ],
     [
       'a fractional lease',
@@ -471,7 +486,22 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     [
       'a lease too short',
       { pool, leaseMs: 10 },
-      `${PG}"leaseMs" must be an integer number of milliseconds ≥ 100, got 10`,
+      `${PG}"leaseMs" must be an integer number of milliseconds from 100 to 86,400,000 (a day), got 10`,
+    ],
+    [
+      'a lease PostgreSQL would not take (2 ** 31)',
+      { pool, leaseMs: 2 ** 31 },
+      `${PG}"leaseMs" must be an integer number of milliseconds from 100 to 86,400,000 (a day), got 2147483648: the jobs of a replica that dies`,
+    ],
+    [
+      "a table named as another table's members",
+      { pool, table: 'periodic_leases_members' },
+      `${PG}"table" must be a plain SQL identifier`,
+    ],
+    [
+      "a table named as another table's runs, in a schema",
+      { pool, table: 'billing.jobs_runs' },
+      'got "billing.jobs_runs": it ends with "_runs", as the table of that name beside another table option\'s does',
     ],
     ['an unknown option', { pool, tabel: 'x' }, `${PG}unknown option "tabel"; did you mean "table"?`],
   ])('new PostgresCoordinator() with %s', (_, options, message) => {
@@ -484,7 +514,12 @@ describe('invalid configurations: a PeriodicConfigError that names the job, the 
     [
       'a lease too short',
       { leaseMs: 99 },
-      'new InMemoryCoordinator(): "leaseMs" must be an integer number of milliseconds ≥ 100, got 99',
+      'new InMemoryCoordinator(): "leaseMs" must be an integer number of milliseconds from 100 to 86,400,000 (a day), got 99',
+    ],
+    [
+      'a lease longer than a day',
+      { leaseMs: 90_000_000 },
+      'new InMemoryCoordinator(): "leaseMs" must be an integer number of milliseconds from 100 to 86,400,000 (a day), got 90000000',
     ],
     [
       'an unknown option',

@@ -1,6 +1,7 @@
 // PostgresCoordinator against a real PostgreSQL: its table and statements, the coordinator contract, and
 // exclusive jobs of two applications sharing the database.
-import { expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
 import { Injectable } from '@nestjs/common';
 import { Periodic, type PeriodicContext, PeriodicModule, PostgresCoordinator } from '../../lib/index.js';
 import { coordinatorContract } from '../coordinators/contract.js';
@@ -48,6 +49,58 @@ describePostgres('the leases table', () => {
     const leases = new PostgresCoordinator({ pool: postgres.pool(), table: `public.${table}` });
     expect(leases.table).toBe(`"public"."${table}"`);
     await expect(leases.acquire('cleanup', 'owner-a')).resolves.toBeGreaterThan(0);
+  });
+});
+
+describe('table options never share a table', () => {
+  // The relations the coordinator makes for a table option (docs/replicas.md, "Keys in Redis").
+  const relations = (table: string) =>
+    ['', '_members', '_audit', '_runs', '_runs_seq', '_summary', '_trigger'].map(
+      (suffix) => `${table}${suffix}`,
+    );
+  const pool = { query: async () => ({ rows: [] }) };
+  const accepted = (table: string) => {
+    try {
+      new PostgresCoordinator({ pool, table });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('two different table options that are accepted name no relation in common', () => {
+    const words = fc.constantFrom('a', 'x', '_', 'members', 'audit', 'runs', 'seq', 'summary', 'trigger');
+    const tables = fc
+      .array(words, { minLength: 1, maxLength: 5 })
+      .map((parts) => `t${parts.join('')}`)
+      .filter(accepted);
+    fc.assert(
+      fc.property(tables, tables, (one, other) => {
+        if (one === other) return;
+        const theirs = new Set(relations(other));
+        expect(relations(one).filter((relation) => theirs.has(relation))).toEqual([]);
+      }),
+      { numRuns: 5000 },
+    );
+    expect(accepted('periodic_leases_runs')).toBe(false);
+    expect(accepted('periodic_leases_runs_seq')).toBe(false);
+  });
+});
+
+describePostgres('the longest lease', () => {
+  const postgres = usePostgres();
+
+  it('leaseMs 86,400,000 (a day, the ceiling) is one PostgreSQL grants and renews', async () => {
+    const leases = new PostgresCoordinator({
+      pool: postgres.pool(),
+      table: postgres.table(),
+      leaseMs: 86_400_000,
+    });
+    await expect(leases.acquire('cleanup', 'owner-a')).resolves.toBeGreaterThan(0);
+    await expect(leases.renew('cleanup', 'owner-a')).resolves.toBe(true);
+    const member = { owner: 'owner-b', replica: 'b', jobs: '' };
+    const reply = await leases.heartbeat({ member, renew: [], acquire: ['other'] });
+    expect(reply.acquired[0]?.fencingToken).toBeGreaterThan(0);
   });
 });
 

@@ -59,6 +59,20 @@ describeRedis('the Lua scripts', () => {
     expect(token).toBeGreaterThan((Number(seconds) - 60) * 1e6);
   });
 
+  it('leaseMs 86,400,000 (a day, the ceiling) is one Redis keeps, taken and renewed by a heartbeat', async () => {
+    const longest = make({ leaseMs: 86_400_000 });
+    const member = { owner: 'owner-a', replica: 'a', jobs: '' };
+    const { acquired } = await longest.heartbeat({ member, renew: [], acquire: ['cleanup'] });
+    const fencingToken = acquired[0]!.fencingToken;
+    const { renewed } = await longest.heartbeat({
+      member,
+      renew: [{ name: 'cleanup', fencingToken }],
+      acquire: [],
+    });
+    expect(renewed).toEqual([true]);
+    expect(await redis.pttl(key('lease', 'cleanup'))).toBeGreaterThan(86_400_000 - 60_000);
+  });
+
   it('acquire of a held lease returns 0 and changes nothing, not even the counter', async () => {
     const token = await coordinator.acquire('cleanup', 'owner-a');
     await expect(coordinator.acquire('cleanup', 'owner-b')).resolves.toBe(0);
