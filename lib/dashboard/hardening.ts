@@ -82,24 +82,29 @@ export const ACTIONS_PER_SECOND = 10;
  * button cannot start hundreds of runs of a job whose `onOverlap` is `'run'`. Counts only jobs that exist.
  */
 export class ActionBudget {
-  /** The times of each job's latest actions, oldest first. */
+  /** The times of each job's actions in the last second, oldest first. */
   readonly #recent = new Map<string, number[]>();
+  /** When the jobs without an action in the last second were last forgotten. */
+  #sweptAt = 0;
 
   /** Takes one action of the job's budget; the seconds to wait instead, when it is spent. */
   take(name: string, now = Date.now()): { retryAfter: number } | undefined {
+    this.#sweep(now);
     const times = (this.#recent.get(name) ?? []).filter((at) => now - at < 1000);
+    this.#recent.set(name, times);
     if (times.length >= ACTIONS_PER_SECOND) {
-      this.#recent.set(name, times);
       return { retryAfter: Math.max(1, Math.ceil((times[0] + 1000 - now) / 1000)) };
     }
     times.push(now);
-    this.#recent.set(name, times);
     return undefined;
   }
 
-  /** Forgets a job that is gone, so that the budget holds only the jobs there are. */
-  forget(name: string): void {
-    this.#recent.delete(name);
+  /** At most once a second: the budget holds only the jobs acted on in the last second (a removed job goes too). */
+  #sweep(now: number): void {
+    if (now - this.#sweptAt < 1000) return;
+    this.#sweptAt = now;
+    for (const [name, times] of this.#recent)
+      if (now - times[times.length - 1]! >= 1000) this.#recent.delete(name);
   }
 }
 
