@@ -127,11 +127,17 @@ export class Lease {
    * and a slot given back are written before the lease goes): resolves whether the store took it, and
    * `'paused'` when it did and the fleet has paused the job.
    */
-  writeSchedule(schedule: PeriodicFleetSchedule): Promise<PeriodicScheduleWritten> {
+  writeSchedule({ grid, last, next }: PeriodicFleetSchedule): Promise<PeriodicScheduleWritten> {
     if (this.fencingToken === 0 || now() >= this.validUntil) return Promise.resolve(false);
-    return this.replica.write(this, schedule);
+    return this.replica.write(this, { grid, last: Math.min(last, LAST_SLOT), next: Math.min(next, LAST_SLOT) });
   }
 }
+
+/**
+ * The latest time a slot is written as: the last instant a Date holds, a safe integer every store keeps exactly.
+ * A later slot (`every: 2 ** 53 - 1` after now) never comes, and is written as this one, which never comes either.
+ */
+export const LAST_SLOT = 8_640_000_000_000_000;
 
 /** How many leases a heartbeat takes at most; the next heartbeat takes more. */
 export const ACQUIRE_PER_HEARTBEAT = 1000;

@@ -434,3 +434,54 @@ describe('the store decides', () => {
     expect(runs).toEqual([started + EVERY, started + 2 * EVERY]);
   });
 });
+
+describe('the largest intervals', () => {
+  it('a job every 2 ** 53 - 1 ms writes its next slot as the last instant a Date holds: the next holder of its replica takes every job over', async () => {
+    const store = new InMemoryCoordinator({ leaseMs: LEASE_MS });
+    const errors: string[] = [];
+    const start = (name: string) => {
+      const replica = new Replica(
+        new StoreLog(store, { error: (line) => errors.push(line), log: () => {} }),
+        name,
+      );
+      const runs: number[] = [];
+      const schedulers = [
+        new PeriodicScheduler(
+          {
+            name: 'far',
+            every: 2 ** 53 - 1,
+            initialDelay: 0,
+            exclusive: true,
+            coordinator: store,
+            run: () => {},
+          },
+          undefined,
+          { replica },
+        ),
+        new PeriodicScheduler(
+          {
+            name: 'near',
+            every: 1000,
+            exclusive: true,
+            coordinator: store,
+            run: () => void runs.push(Date.now()),
+          },
+          undefined,
+          { replica },
+        ),
+      ];
+      for (const scheduler of schedulers) scheduler.start();
+      return { runs, stop: () => Promise.all(schedulers.map((scheduler) => scheduler.stop())) };
+    };
+    const first = start('r1');
+    await advance(2 * LEASE_MS);
+    expect(await store.readSchedule('far')).toMatchObject({ next: 8_640_000_000_000_000 });
+    await first.stop();
+    const second = start('r2');
+    await advance(3 * LEASE_MS);
+    // The schedule it read is one a store keeps exactly: taken over, not refused as a store's garbled answer.
+    expect(second.runs.length).toBeGreaterThan(3);
+    expect(errors).toEqual([]);
+    await second.stop();
+  });
+});
