@@ -23,7 +23,9 @@ export interface PeriodicRunRecord {
   finishedAt: Date | null;
   reason: JobExitReason | null;
   durationMs: number | null;
-  /** What the run threw: its message cut to 300 characters, or '' with `history: { errors: 'name' }`. */
+  /**
+   * What the run threw: its class name cut to 100 characters, its message to 300, or '' with `errors: 'name'`.
+   */
   error: { name: string; message: string } | null;
 }
 
@@ -42,6 +44,8 @@ export const HISTORY_DEFAULTS: Required<PeriodicHistoryOptions> = { keep: 100, e
 
 /** The longest error message a record keeps. */
 const MESSAGE = 300;
+/** The longest error class name a record keeps: a name is a word, and anything may set it. */
+const NAME = 100;
 
 /** The most runs (and audit entries) a job keeps: the ceiling of `history.keep`. */
 export const KEEP_MAX = 10_000;
@@ -113,7 +117,7 @@ export function errorOf(error: unknown, errors: 'message' | 'name'): { name: str
     }
   };
   const thrown = isError(error);
-  const name = thrown ? text(() => error.name, 'Error') : typeof error;
+  const name = (thrown ? text(() => error.name, 'Error') : typeof error).slice(0, NAME);
   if (errors === 'name') return { name, message: '' };
   const message = thrown ? text(() => error.message, '') : describeValue(error);
   return { name, message: message.length > MESSAGE ? message.slice(0, MESSAGE) : message };

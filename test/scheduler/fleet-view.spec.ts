@@ -589,6 +589,20 @@ describe('a run whose replica died before recording its end (SPEC 22)', () => {
 });
 
 describe('a job that is not the fleet’s', () => {
+  it('keeps 100 characters of an error’s class name and 300 of its message, whatever the run threw', async () => {
+    const error = Object.assign(new Error('m'.repeat(10_000)), { name: 'N'.repeat(10_000) });
+    const { scheduler } = startScheduler({
+      every: 100,
+      run: () => {
+        throw error;
+      },
+    });
+    await advance(150);
+    const [run] = await scheduler.history();
+    expect(run.error).toEqual({ name: 'N'.repeat(100), message: 'm'.repeat(300) });
+    await scheduler.stop();
+  });
+
   it('keeps its history in memory: the latest `keep`, a run in flight included; none with history: false', async () => {
     const { scheduler } = startScheduler({ every: 100 });
     await jest.advanceTimersByTimeAsync(12_050);
