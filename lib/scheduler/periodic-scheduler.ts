@@ -632,9 +632,17 @@ export class PeriodicScheduler {
   ): Promise<void> {
     const replica = this.#recordsTo!;
     const kept = this.#kept;
-    const runs = await replica.calls
-      .readHistory(this.name, numbering ? kept : Math.min(kept, IN_FLIGHT_SCAN), null, kept)
-      .catch(() => undefined);
+    const read = () =>
+      replica.calls
+        .readHistory(this.name, numbering ? kept : Math.min(kept, IN_FLIGHT_SCAN), null, kept)
+        .catch(() => undefined);
+    let runs = await read();
+    // A store too busy to answer at once is asked twice more while the lease is still this holding's.
+    for (let tries = 0; runs === undefined && tries < 2; tries++) {
+      await sleep(replica.calls.leaseMs / 10);
+      if (this.#fleet!.lease.fencingToken !== fencingToken) return;
+      runs = await read();
+    }
     if (runs === undefined) return;
     if (numbering) {
       this.#numbered = true;

@@ -129,7 +129,11 @@ export class Lease {
    */
   writeSchedule({ grid, last, next }: PeriodicFleetSchedule): Promise<PeriodicScheduleWritten> {
     if (this.fencingToken === 0 || now() >= this.validUntil) return Promise.resolve(false);
-    return this.replica.write(this, { grid, last: Math.min(last, LAST_SLOT), next: Math.min(next, LAST_SLOT) });
+    return this.replica.write(this, {
+      grid,
+      last: Math.min(last, LAST_SLOT),
+      next: Math.min(next, LAST_SLOT),
+    });
   }
 }
 
