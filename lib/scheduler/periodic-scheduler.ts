@@ -887,13 +887,17 @@ export class PeriodicScheduler {
     // Every lease taken looks for runs in flight that lost their replica.
     const recorded = this.#history !== false && this.#recordsTo !== undefined;
     const numbering = this.#numbered === false && recorded;
-    if (this.options.delivery === 'atLeastOnce' || recorded) {
+    if (this.options.delivery === 'atLeastOnce' || numbering) {
+      // A recovery comes before the next claim, and so do the jobIds a first run is numbered above.
       const recovering = this.#recover(fencingToken, stored, numbering, wallNow)
         .catch(() => undefined)
         .finally(() => {
           if (this.#recovering === recovering) this.#recovering = undefined;
         });
       this.#recovering = recovering;
+    } else if (recorded) {
+      // Closing another holding's runs delays no claim.
+      void this.#recover(fencingToken, stored, false, wallNow).catch(() => undefined);
     }
     const next = this.#fleet!.takeOver(stored, this.#slot, wallNow);
     if (next === undefined) return;
