@@ -1,6 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type {
   PeriodicCoordinator,
+  PeriodicFleetMember,
   PeriodicFleetRead,
   PeriodicFleetSchedule,
   PeriodicHeartbeat,
@@ -14,7 +15,7 @@ import type {
   PeriodicTriggerRequest,
   PeriodicTriggerState,
 } from '../scheduler/coordinator-port.js';
-import { describeValue } from '../scheduler/errors.js';
+import { describeValue, messageOf } from '../scheduler/errors.js';
 import { outcomeOf } from '../scheduler/history.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import {
@@ -126,6 +127,8 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   readonly leaseMs: number;
   readonly #pool: PostgresQueryable;
   #created: Promise<void> | undefined;
+  /** The jobs whose names the database refused lately (`#apart`), with its error, and until when, on `performance.now()`. */
+  readonly #refused = new Map<string, { error: string; until: number }>();
 
   constructor(options: PostgresCoordinatorOptions) {
     const where = 'new PostgresCoordinator()';
@@ -230,6 +233,52 @@ export class PostgresCoordinator implements PeriodicCoordinator {
    * being updated waits for the update), so that the replicas' steps never wait for each other in a cycle.
    */
   async heartbeat({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
+    const refused = this.#stillRefused();
+    const jobs: BeatJob[] = [
+      ...renew.filter(({ name }) => !refused.has(name)).map((held) => ({ name: held.name, held })),
+      ...acquire.filter((name) => !refused.has(name)).map((name) => ({ name })),
+    ];
+    let beat: Beat | undefined;
+    try {
+      beat = await this.#beat(member, jobs);
+    } catch (error) {
+      if (!refusedData(error) || jobs.length === 0) throw error;
+    }
+    if (beat === undefined) {
+      // A value of one job, or of a few, that the database refuses: the member's own beat first (its failure is
+      // the replica's, and thrown), then the jobs in halves, until each refused one is alone.
+      const whole = await this.#beat(member, []);
+      const half = Math.ceil(jobs.length / 2);
+      for (const part of [jobs.slice(0, half), jobs.slice(half)].filter((some) => some.length > 0)) {
+        await this.#apart(part, async (some) => {
+          const { renewed, acquired, triggers } = await this.#beat(member, some);
+          for (const name of renewed) whole.renewed.add(name);
+          for (const [name, holding] of acquired) whole.acquired.set(name, holding);
+          whole.triggers.push(...triggers);
+        });
+      }
+      beat = whole;
+    }
+    const { fleet, members, paused, triggers, renewed, acquired } = beat;
+    const named = [...renew.map(({ name }) => name), ...acquire];
+    const refusals = this.#stillRefused();
+    return {
+      ...(fleet === undefined ? {} : { fleet }),
+      members,
+      paused,
+      triggers,
+      renewed: renew.map(({ name }) => renewed.has(name)),
+      acquired: acquire.map((name) => acquired.get(name) ?? null),
+      refused: named
+        .filter((name) => refusals.has(name))
+        .map((name) => ({ name, error: refusals.get(name)! })),
+    };
+  }
+
+  /** The statement of a heartbeat for `jobs` (renewals and takings): the member's record always. */
+  async #beat(member: PeriodicFleetMember, jobs: readonly BeatJob[]): Promise<Beat> {
+    const renew = jobs.flatMap(({ held }) => (held === undefined ? [] : [held]));
+    const acquire = jobs.flatMap(({ name, held }) => (held === undefined ? [name] : []));
     const lease = `clock_timestamp() + $4::integer * interval '1 millisecond'`;
     const floor = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
     const taken =
@@ -300,31 +349,32 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       ],
     )) as HeartbeatRow[];
     const fleet = rows.find((row) => row.kind === 'fleet')?.name;
-    const renewed = new Set(rows.filter((row) => row.kind === 'renewed').map((row) => row.name));
-    const acquired = new Map(rows.filter((row) => row.kind === 'acquired').map((row) => [row.name, row]));
     return {
-      ...(typeof fleet === 'string' ? { fleet } : {}),
+      fleet: typeof fleet === 'string' ? fleet : undefined,
       paused: rows.filter((row) => row.kind === 'paused').map((row) => row.name),
       triggers: rows.filter((row) => row.kind === 'trigger').map((row) => triggerOf(row.name)),
       members: rows
         .filter((row) => row.kind === 'member')
         .map(({ name, replica, jobs }) => ({ owner: name, replica: String(replica), jobs: String(jobs) })),
-      renewed: renew.map(({ name }) => renewed.has(name)),
-      acquired: acquire.map((name) => {
-        const row = acquired.get(name);
-        if (row === undefined) return null;
-        return {
-          fencingToken: integerReply('heartbeat', row.fencing_token),
-          schedule:
-            row.grid === null
-              ? null
-              : {
-                  grid: String(row.grid),
-                  last: integerReply('heartbeat', row.last_slot),
-                  next: integerReply('heartbeat', row.next_slot),
-                },
-        };
-      }),
+      renewed: new Set(rows.filter((row) => row.kind === 'renewed').map((row) => row.name)),
+      acquired: new Map(
+        rows
+          .filter((row) => row.kind === 'acquired')
+          .map((row) => [
+            row.name,
+            {
+              fencingToken: integerReply('heartbeat', row.fencing_token),
+              schedule:
+                row.grid === null
+                  ? null
+                  : {
+                      grid: String(row.grid),
+                      last: integerReply('heartbeat', row.last_slot),
+                      next: integerReply('heartbeat', row.next_slot),
+                    },
+            },
+          ]),
+      ),
     };
   }
 
@@ -355,7 +405,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
    * (or resume) set on the job's row, made if the job has none yet.
    */
   async operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
-    const record = JSON.stringify({ v: RECORD_VERSION, ...operation });
+    const record = stored(operation);
     await this.#query(
       `WITH recorded AS (
          INSERT INTO ${this.#audit} (name, record) VALUES ($1, $2) RETURNING id
@@ -438,7 +488,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         runs.map(({ name }) => name),
         runs.map(({ id }) => id),
         runs.map(({ startedAt }) => startedAt),
-        runs.map((run) => JSON.stringify({ v: RECORD_VERSION, ...run })),
+        runs.map((run) => stored(run)),
         runs.map(outcomeOf),
         runs.map(({ finishedAt }) => finishedAt),
         keep,
@@ -455,7 +505,31 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     return rows.map((row) => runOf(String(row.record)));
   }
 
+  /** What the store keeps of the jobs `names`; of a job whose name the database refuses, nothing. */
   async readFleet(names: string[]): Promise<PeriodicFleetRead[]> {
+    const refused = this.#stillRefused();
+    const reads = new Map<string, PeriodicFleetRead>();
+    const asked = names.filter((name) => !refused.has(name)).map((name) => ({ name }));
+    if (asked.length > 0) {
+      await this.#apart(asked, async (some) => {
+        for (const read of await this.#readFleet(some.map(({ name }) => name))) reads.set(read.name, read);
+      });
+    }
+    return names.map(
+      (name) =>
+        reads.get(name) ?? {
+          name,
+          holder: null,
+          pause: null,
+          schedule: null,
+          lastRun: null,
+          lastSucceededAt: null,
+          consecutiveFailures: 0,
+        },
+    );
+  }
+
+  async #readFleet(names: readonly string[]): Promise<PeriodicFleetRead[]> {
     const rows = (await this.#query(
       `SELECT wanted.name, lease.owner, lease.fencing_token, lease.paused, lease.grid, lease.last_slot, lease.next_slot,
               lease.expires_at > clock_timestamp() AS held,
@@ -500,7 +574,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     await this.#query(`INSERT INTO ${this.#triggers} (id, name, request) VALUES ($1, $2, $3)`, [
       request.id,
       request.name,
-      JSON.stringify({ v: RECORD_VERSION, ...request }),
+      stored(request),
     ]);
   }
 
@@ -522,10 +596,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   }
 
   async answerTrigger(_name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void> {
-    await this.#query(`UPDATE ${this.#triggers} SET answer = $2 WHERE id = $1`, [
-      id,
-      JSON.stringify({ v: RECORD_VERSION, ...answer }),
-    ]);
+    await this.#query(`UPDATE ${this.#triggers} SET answer = $2 WHERE id = $1`, [id, stored(answer)]);
   }
 
   async releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
@@ -539,6 +610,43 @@ export class PostgresCoordinator implements PeriodicCoordinator {
        DELETE FROM ${this.#members} WHERE $4::boolean AND owner = $1`,
       [owner, leases.map(({ name }) => name), leases.map(({ fencingToken }) => fencingToken), leave],
     );
+  }
+
+  /**
+   * Runs `step` for `jobs` in one statement; when the database refuses a value of one of them (`refusedData`),
+   * for each half of them, down to the job alone, which is then refused for `leaseMs`: left out of the batched
+   * statements, and answered as refused. One job's data fails that job's step, and no other's.
+   */
+  async #apart<T extends { name: string }>(
+    jobs: readonly T[],
+    step: (some: readonly T[]) => Promise<void>,
+  ): Promise<void> {
+    try {
+      await step(jobs);
+    } catch (error) {
+      if (!refusedData(error)) throw error;
+      if (jobs.length === 1) {
+        this.#refused.set(jobs[0]!.name, {
+          error: messageOf(error),
+          until: performance.now() + this.leaseMs,
+        });
+        return;
+      }
+      const half = Math.ceil(jobs.length / 2);
+      await this.#apart(jobs.slice(0, half), step);
+      await this.#apart(jobs.slice(half), step);
+    }
+  }
+
+  /** The jobs refused lately, with the database's error; those refused `leaseMs` ago are tried again. */
+  #stillRefused(): Map<string, string> {
+    const at = performance.now();
+    const refused = new Map<string, string>();
+    for (const [name, { error, until }] of this.#refused) {
+      if (until <= at) this.#refused.delete(name);
+      else refused.set(name, error);
+    }
+    return refused;
   }
 
   /**
@@ -623,6 +731,42 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       throw error;
     }
   }
+}
+
+/**
+ * Whether a statement failed on a value it was given, not for the database's sake: SQLSTATE class 22 (a data
+ * exception, such as a character the database's encoding cannot hold) or 54 (a limit, such as an index row too
+ * large). The same statement without that value goes through.
+ */
+function refusedData(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && /^(22|54)/.test(code);
+}
+
+/**
+ * A record as the tables keep it: JSON of ASCII only (`\u` escapes for the rest), which a database of any
+ * encoding holds, whatever a note, an error or a replica's name carries.
+ */
+function stored(record: object): string {
+  return JSON.stringify({ v: RECORD_VERSION, ...record }).replace(
+    /[\u007f-\uffff]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** A job in a heartbeat: a lease held, to renew, or one to take. */
+interface BeatJob {
+  name: string;
+  held?: PeriodicLeaseHeld;
+}
+
+/** What one heartbeat statement answered. */
+interface Beat extends Pick<PeriodicHeartbeatReply, 'members'> {
+  fleet: string | undefined;
+  paused: string[];
+  triggers: PeriodicTriggerRequest[];
+  renewed: Set<string>;
+  acquired: Map<string, { fencingToken: number; schedule: PeriodicFleetSchedule | null }>;
 }
 
 /** A row of `readFleet`'s answer: a job, its lease's row and summary (nulls when it has none). */

@@ -66,6 +66,18 @@ export interface PeriodicHeartbeatReply {
    * as `storeReset` (SPEC 22). Absent from a coordinator that cannot tell.
    */
   fleet?: string;
+  /**
+   * The jobs of `renew` and `acquire` whose data the store refused (a name its encoding cannot hold, say), with
+   * the store's error: their renewal answers false and their taking null, and the other jobs of the heartbeat
+   * go on. Absent or empty when it refused none.
+   */
+  refused?: PeriodicJobRefusal[];
+}
+
+/** A job whose data the store refused, and the store's error: that job's step fails, and no other's. */
+export interface PeriodicJobRefusal {
+  name: string;
+  error: string;
 }
 
 /** A write of a job's schedule by the owner of its lease, as `writeSchedule` makes it. */
@@ -281,6 +293,8 @@ export class StoreLog {
   answeredAt = now();
   /** When the store's slowness was last said, on the `now()` timeline. */
   private slowReportedAt = -Infinity;
+  /** When the refusal of each job refused was last said, on the `now()` timeline. */
+  private readonly refusalsSaid = new Map<string, number>();
 
   constructor(
     readonly coordinator: PeriodicCoordinator,
@@ -314,6 +328,23 @@ export class StoreLog {
     if (at - this.slowReportedAt < this.coordinator.leaseMs) return;
     this.slowReportedAt = at;
     this.log.log(oneLine(`${storeName(this.coordinator)} ${what}`));
+  }
+
+  /**
+   * The store refused job `name`'s data (`error`), as a heartbeat answered: said once per job per `leaseMs`. It is
+   * that job's failure, not the store's: the store answers, and the other jobs go on.
+   */
+  refused(name: string, error: string): void {
+    const at = now();
+    if (at - (this.refusalsSaid.get(name) ?? -Infinity) < this.coordinator.leaseMs) return;
+    this.refusalsSaid.set(name, at);
+    this.log.error(
+      oneLine(
+        `${storeName(this.coordinator)} refused the data of job "${name}": ${error}. The job takes no lease, and ` +
+          'starts no run, until the store accepts it; the other jobs go on (docs/replicas.md, "A job the store ' +
+          'refuses")',
+      ),
+    );
   }
 
   /** The store lost the fleet's records (`lost`), as a heartbeat found: said once per loss, whatever the logger. */
@@ -737,6 +768,16 @@ function heartbeatProblem(request: PeriodicHeartbeat, reply: unknown): string | 
   }
   if (paused !== undefined && !(Array.isArray(paused) && paused.every((name) => typeof name === 'string'))) {
     return wrong('paused', paused, 'an array of job names');
+  }
+  const { refused } = reply as PeriodicHeartbeatReply;
+  if (
+    refused !== undefined &&
+    !(
+      Array.isArray(refused) &&
+      refused.every((one) => typeof one?.name === 'string' && typeof one.error === 'string')
+    )
+  ) {
+    return wrong('refused', refused, 'an array of { name, error } of strings');
   }
   return undefined;
 }

@@ -581,6 +581,8 @@ export class Replica {
       if (this.fleet !== undefined && reply.fleet !== this.fleet) this.storeReset();
       this.fleet = reply.fleet;
     }
+    const refused = new Map((reply.refused ?? []).map(({ name, error }) => [name, error]));
+    for (const [name, error] of refused) this.calls.store.refused(name, error);
     const validUntil = sent + this.calls.leaseMs - this.margin;
     const late = now() >= validUntil;
     request.renew.forEach(({ name, fencingToken }, i) => {
@@ -588,6 +590,7 @@ export class Replica {
       if (lease === undefined || lease.fencingToken !== fencingToken) return;
       const failure = reply.failedRenewals?.get(name);
       if (failure !== undefined) this.lose(lease, `the renewal failed: ${messageOf(failure)}`);
+      else if (refused.has(name)) this.lose(lease, `the store refused the job's data: ${refused.get(name)}`);
       else if (!reply.renewed[i]) {
         this.lose(lease, 'the store refused the renewal: the lease had expired or another replica holds it');
       } else if (!late) lease.validUntil = validUntil;

@@ -49,11 +49,39 @@ class FlakyStore extends InMemoryCoordinator {
     super({ leaseMs: LEASE_MS });
   }
 
+  /** The jobs whose data the store refuses, as a database whose encoding cannot hold their names does. */
+  readonly refusing = new Set<string>();
+  /** What the heartbeat answers as `refused` instead of the jobs `refusing`, to try replies of the wrong shape. */
+  refusedReply: unknown;
+
   override heartbeat(request: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
     const { member, renew, acquire } = request;
     this.heartbeats.push({ owner: member.owner, at: now(), renew: [...renew], acquire: [...acquire] });
     const hangs = !this.hangOnlyAcquiring || acquire.length > 0;
-    return this.answer(() => super.heartbeat(request), hangs);
+    return this.answer(() => this.refuse(request), hangs);
+  }
+
+  /** The heartbeat of the jobs not refused, and the refused ones answered as refused. */
+  private async refuse({ member, renew, acquire }: PeriodicHeartbeat): Promise<PeriodicHeartbeatReply> {
+    const accepted = (name: string) => !this.refusing.has(name);
+    const reply = await super.heartbeat({
+      member,
+      renew: renew.filter(({ name }) => accepted(name)),
+      acquire: acquire.filter(accepted),
+    });
+    const renewed = new Map(
+      renew.filter(({ name }) => accepted(name)).map(({ name }, i) => [name, reply.renewed[i]]),
+    );
+    const acquired = new Map(acquire.filter(accepted).map((name, i) => [name, reply.acquired[i]]));
+    const refused = [...renew.map(({ name }) => name), ...acquire]
+      .filter((name) => !accepted(name))
+      .map((name) => ({ name, error: `value too long for "${name}"` }));
+    return {
+      ...reply,
+      renewed: renew.map(({ name }) => renewed.get(name) ?? false),
+      acquired: acquire.map((name) => acquired.get(name) ?? null),
+      refused: (this.refusedReply ?? refused) as PeriodicHeartbeatReply['refused'],
+    };
   }
 
   override writeSchedules(
@@ -747,5 +775,69 @@ describe('exclusive runs', () => {
     expect(contexts[0].fencingToken).toBeUndefined();
     expect(store.heartbeats).toEqual([]);
     expect(log.of('leaseAcquired')).toEqual([]);
+  });
+});
+
+describe('a job whose data the store refuses', () => {
+  function loggingReplica(store: FlakyStore) {
+    const errors: string[] = [];
+    const replica = new Replica(
+      new StoreLog(store, { error: (line) => errors.push(line), log: () => undefined }),
+    );
+    return { replica, errors };
+  }
+
+  it('takes no lease and runs nowhere, said once per leaseMs with its name; the job beside it runs', async () => {
+    const store = new FlakyStore();
+    store.refusing.add('job');
+    const { replica, errors } = loggingReplica(store);
+    const refused = job(store, { every: 100 }, replica);
+    const other = job(store, { name: 'other', every: 100 }, replica);
+    await advance(3.5 * LEASE_MS);
+    expect(refused.contexts).toEqual([]);
+    expect(refused.log.of('leaseAcquired')).toEqual([]);
+    expect(other.contexts.length).toBeGreaterThan(20);
+    expect(errors).toHaveLength(4);
+    expect(new Set(errors)).toEqual(
+      new Set([
+        'FlakyStore refused the data of job "job": value too long for "job". The job takes no lease, and ' +
+          'starts no run, until the store accepts it; the other jobs go on (docs/replicas.md, "A job the store ' +
+          'refuses")',
+      ]),
+    );
+    // Refused is not unreachable: the store answers.
+    expect(refused.scheduler.status().lease).toEqual({ held: false, fencingToken: null });
+    store.refusing.clear();
+    await advance(INTERVAL + 10);
+    expect(refused.contexts.length).toBeGreaterThan(0);
+  });
+
+  it('a holder whose renewal the store refuses loses the lease, saying why', async () => {
+    const store = new FlakyStore();
+    const { log } = job(store, { every: 100 });
+    await advance(INTERVAL - 50);
+    store.refusing.add('job');
+    await advance(100);
+    expect(log.of('leaseLost')).toEqual([
+      {
+        type: 'leaseLost',
+        name: 'job',
+        reason: 'the store refused the job\'s data: value too long for "job"',
+      },
+    ]);
+  });
+
+  it('a reply whose refused jobs are of the wrong shape is a failure of the store, not a refusal', async () => {
+    const store = new FlakyStore();
+    store.refusedReply = [{ name: 'job' }];
+    const { replica, errors } = loggingReplica(store);
+    const { contexts } = job(store, { every: 100 }, replica);
+    await advance(INTERVAL);
+    expect(contexts).toEqual([]);
+    expect(errors).toEqual([
+      expect.stringContaining(
+        "heartbeat() answered refused [ { name: 'job' } ], not an array of { name, error } of strings",
+      ),
+    ]);
   });
 });
