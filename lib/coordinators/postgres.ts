@@ -50,7 +50,7 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 /**
  * The row of the lease table whose `grid` names the fleet's records (`PeriodicHeartbeatReply.fleet`), written by
  * the first heartbeat that finds none; no job has its name, which holds a control character. It goes with the
- * pauses and schedules of the table: another name means they went too (SPEC 22, `storeReset`).
+ * pauses and schedules of the table: another name means they went too (`storeReset`, docs/operations.md).
  */
 const FLEET_ROW = '\u0001fleet';
 /** The table's name: short enough for the names of the tables beside it (`<table>_members`, `_summary`) to be whole. */
@@ -140,9 +140,16 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     } = given as unknown as PostgresCoordinatorOptions;
     this.#pool = pool;
     // pg emits the error of a connection that drops while idle on its pool (or client), and an emitter with no
-    // listener for 'error' throws it: the whole process would go down with the database. The next statement
-    // fails and is reported by the scheduler, so this listener only keeps the process up.
-    (pool as Partial<Pick<EventEmitter, 'on'>>).on?.('error', () => undefined);
+    // listener for 'error' throws it: the whole process would go down with the database. The pool is the
+    // application's, and so is that listener: the coordinator says when it is missing, and adds none.
+    if ((pool as Partial<Pick<EventEmitter, 'listenerCount'>>).listenerCount?.('error') === 0) {
+      process.emitWarning(
+        "new PostgresCoordinator(): the pool has no 'error' listener, so a connection that drops while idle " +
+          "(a database restart) will take the process down; add one, such as pool.on('error', (error) => " +
+          'logger.warn(error.message)) (docs/replicas.md, "Setting it up")',
+        { code: 'PERIODIC_POOL_ERROR_LISTENER' },
+      );
+    }
     const quoted = (name: string) =>
       name
         .split('.')

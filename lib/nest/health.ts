@@ -61,7 +61,7 @@ export class JobHealth {
     if (status.state === 'paused' || status.mode === 'manual' || this.registry.closing) return undefined;
     const store = scheduler.storeLog;
     if (store !== undefined) {
-      // An exclusive job: the fleet's health (SPEC 17).
+      // An exclusive job: the fleet's health.
       const silent = now() - store.answeredAt;
       if (silent > store.coordinator.leaseMs) {
         return `this replica has not reached the coordinator's store for ${Math.round(silent)}ms (more than leaseMs)`;

@@ -53,7 +53,7 @@ export interface PeriodicModuleOptions {
    */
   jobs?: Record<string, PeriodicJobOverrides>;
   /**
-   * The run history (SPEC 18): how many runs, and entries of the audit trail, each job keeps (in the
+   * The run history (docs/operations.md, "Run history"): how many runs, and entries of the audit trail, each job keeps (in the
    * coordinator's store for exclusive jobs, in memory for the others), and whether errors keep their message
    * (`errors: 'name'` keeps only the class name, for errors that may carry secrets); `false` records no run.
    * @default { keep: 100, errors: 'message' }

@@ -166,7 +166,7 @@ export class PeriodicRegistry {
 
   /**
    * The job's ticks start nothing until `resume(name)`; runs in flight go on. An exclusive job is paused for
-   * the whole fleet, in the coordinator's store: resolves once it is there (SPEC 17); any other job in this
+   * the whole fleet, in the coordinator's store: resolves once it is there; any other job in this
    * process only. `by` and `note` go to the job's audit trail.
    */
   async pause(name: string, options?: PeriodicOperationOptions): Promise<void> {

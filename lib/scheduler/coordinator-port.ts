@@ -63,7 +63,7 @@ export interface PeriodicHeartbeatReply {
    * What names the fleet's records in the store: written by the first heartbeat that finds none (unique: the
    * owner that sent it and the store's time, say), and kept with them. Another value than the last heartbeat read means that the store
    * lost the records in between (restarted without persistence, flushed, truncated): the replica reports it
-   * as `storeReset` (SPEC 22). Absent from a coordinator that cannot tell.
+   * as `storeReset` (docs/operations.md). Absent from a coordinator that cannot tell.
    */
   fleet?: string;
   /**
@@ -85,7 +85,7 @@ export interface PeriodicScheduleWrite extends PeriodicLeaseHeld {
   schedule: PeriodicFleetSchedule;
 }
 
-/** An operation on a job from `pause`, `resume` or `trigger`, as the job's audit trail keeps it (SPEC 18). */
+/** An operation on a job from `pause`, `resume` or `trigger`, as the job's audit trail keeps it. */
 export interface PeriodicOperation {
   action: 'pause' | 'resume' | 'trigger';
   /** Who asked for it, as the caller named them; null when not named. */
@@ -98,7 +98,7 @@ export interface PeriodicOperation {
 }
 
 /**
- * A run of a job as the store keeps it (SPEC 18): written when the run starts, and again, whole, when it ends.
+ * A run of a job as the store keeps it: written when the run starts, and again, whole, when it ends.
  * Times are wall-clock milliseconds since the epoch.
  */
 export interface PeriodicRunEntry {
@@ -138,7 +138,7 @@ export interface PeriodicFleetRead {
   consecutiveFailures: number;
 }
 
-/** A trigger asked of a replica that does not hold the job's lease, carried to the holder by the store (SPEC 17). */
+/** A trigger asked of a replica that does not hold the job's lease, carried to the holder by the store. */
 export interface PeriodicTriggerRequest {
   /** Unique in the fleet. */
   id: string;

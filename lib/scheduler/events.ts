@@ -36,7 +36,7 @@ export type PeriodicEvent =
    * Once per loss and replica, not per job.
    */
   | { type: 'storeReset'; lost: string[] }
-  /** A pause, resume or trigger, as the job's audit trail records it (SPEC 18). */
+  /** A pause, resume or trigger, as the job's audit trail records it. */
   | {
       type: 'operated';
       name: string;

@@ -1,4 +1,4 @@
-// What the fleet knows of a job (SPEC 17): read from the store by any replica, or, for what the store could not
+// What the fleet knows of a job (docs/operations.md, "Fleet status"): read from the store by any replica, or, for what the store could not
 // answer, what this replica knows.
 import type { PeriodicFleetRead, PeriodicOperation, PeriodicRunEntry, StoreLog } from './coordinator-port.js';
 import { type PeriodicRunRecord, runRecord } from './history.js';

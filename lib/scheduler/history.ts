@@ -1,4 +1,4 @@
-// Run history (SPEC 18): a record of every run, when it starts and when it ends. An exclusive job's records are
+// Run history (docs/operations.md, "Run history"): a record of every run, when it starts and when it ends. An exclusive job's records are
 // the fleet's, kept by its coordinator; every other job keeps the latest in this process's memory.
 import type { PeriodicRunEntry } from './coordinator-port.js';
 import { describeValue, isError } from './errors.js';

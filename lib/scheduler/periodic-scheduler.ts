@@ -144,7 +144,7 @@ export interface SchedulerContext {
   replica?: Replica;
   /** The replica's name, for a job that is not exclusive. @default that of `replica`, or `<hostname>:<pid>` */
   replicaName?: string;
-  /** Whether and how the job's runs are recorded (SPEC 18). @default `{ keep: 100, errors: 'message' }` */
+  /** Whether and how the job's runs are recorded (docs/operations.md, "Run history"). @default `{ keep: 100, errors: 'message' }` */
   history?: HistorySettings;
   /**
    * What a run's error becomes wherever it leaves the run (the history, fleet status, the dashboard): `'name'`
@@ -618,7 +618,7 @@ export class PeriodicScheduler {
    * This replica just took the lease (with `fencingToken`, having found the last one expired at `foundAt`, wall
    * clock) and reads the job's latest runs:
    * - a run in flight that an earlier holding started, and that no process of this replica's session runs, lost
-   *   its replica, which can no longer record its end: its end is recorded here (`'leaseLost'`, SPEC 22), so that
+   *   its replica, which can no longer record its end: its end is recorded here (`'leaseLost'`), so that
    *   no run reads as running for ever;
    * - `delivery: 'atLeastOnce'`: if the fleet's last slot was run by an earlier holding and its run did not end
    *   by itself (no end recorded, or `'shutdown'`, `'killed'`, `'leaseLost'`), it runs again now, as the slot's
