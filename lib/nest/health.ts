@@ -33,7 +33,7 @@ export class JobHealth {
   refresh(): void {
     const schedulers = this.registry.fleetJobs();
     const replica = schedulers[0]?.fleetReplica;
-    if (replica === undefined || this.#reading || now() - this.#readAt < replica.calls.leaseMs / 3) {
+    if (replica === undefined || this.#reading || now() - this.#readAt < replica.calls.timing.heartbeatMs) {
       return;
     }
     this.#reading = true;

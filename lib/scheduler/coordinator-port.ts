@@ -1,5 +1,6 @@
 import { DeadlineTimer, now } from './deadline-timer.js';
 import { describeValue, messageOf, oneLine } from './errors.js';
+import { type LeaseTiming, leaseTiming } from './lease-timing.js';
 import type { JobExitReason } from './events.js';
 
 /**
@@ -296,10 +297,15 @@ export class StoreLog {
   /** When the refusal of each job refused was last said, on the `now()` timeline. */
   private readonly refusalsSaid = new Map<string, number>();
 
+  /** The times derived from the lease's length, for every replica of the application. */
+  readonly timing: LeaseTiming;
+
   constructor(
     readonly coordinator: PeriodicCoordinator,
     private readonly log: CoordinatorLog = WARNINGS,
-  ) {}
+  ) {
+    this.timing = leaseTiming(coordinator.leaseMs);
+  }
 
   failed(what: string, error: unknown): void {
     const at = now();
@@ -387,6 +393,11 @@ export class StoreCalls {
 
   get leaseMs(): number {
     return this.coordinator.leaseMs;
+  }
+
+  /** The times derived from the lease's length. */
+  get timing(): LeaseTiming {
+    return this.store.timing;
   }
 
   /** Whether the coordinator spreads jobs over the replicas: it has the batched steps. */
@@ -593,7 +604,7 @@ export class StoreCalls {
     problem: (reply: unknown) => string | undefined,
     answers: (reply: T) => boolean = () => true,
   ): Promise<T> {
-    const limit = this.coordinator.leaseMs / 3;
+    const limit = this.timing.heartbeatMs;
     // A command that hangs is reported as such, not again when the driver gives up on it.
     let hanging = false;
     const sent = now();
@@ -623,7 +634,7 @@ export class StoreCalls {
 
   /** The store's answer, or a failure when none comes within `leaseMs / 3`; an answer that comes later is ignored. */
   private within<T>(answer: Promise<T>): Promise<T> {
-    const limit = this.coordinator.leaseMs / 3;
+    const limit = this.timing.heartbeatMs;
     return new Promise((resolve, reject) => {
       const timer = new DeadlineTimer({
         onDeadline: () => reject(new NoAnswer(`no answer within ${Math.round(limit)}ms`)),

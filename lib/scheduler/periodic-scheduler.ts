@@ -639,7 +639,7 @@ export class PeriodicScheduler {
     let runs = await read();
     // A store too busy to answer at once is asked twice more while the lease is still this holding's.
     for (let tries = 0; runs === undefined && tries < 2; tries++) {
-      await sleep(replica.calls.leaseMs / 10);
+      await sleep(replica.calls.timing.marginMs);
       if (this.#fleet!.lease.fencingToken !== fencingToken) return;
       runs = await read();
     }
@@ -1022,9 +1022,9 @@ export class PeriodicScheduler {
    * `leaseMs` (it is withdrawn then, and never runs), or took it and did not answer within `leaseMs` more.
    */
   async #triggerHolder(calls: StoreCalls, asked: PeriodicOperation): Promise<TickResult> {
-    const { leaseMs } = calls;
+    const { leaseMs, marginMs, unansweredMs } = calls.timing;
     const since = now();
-    const poll = Math.min(TRIGGER_POLL, leaseMs / 10);
+    const poll = Math.min(TRIGGER_POLL, marginMs);
     let id = '';
     let takenAt = Infinity;
     let answeredAt = since;
@@ -1041,14 +1041,14 @@ export class PeriodicScheduler {
         if (!withdraw) answeredAt = now();
       }
       // A call begun before half of leaseMs without an answer ends, at the latest, a third of it later.
-      if (withdraw && now() - answeredAt >= leaseMs / 2) return { ok: false, error: 'storeUnreachable' };
+      if (withdraw && now() - answeredAt >= unansweredMs) return { ok: false, error: 'storeUnreachable' };
       await sleep(poll);
       const waited = now() - since;
       const state = await calls
         .readTrigger(this.name, id, withdraw || waited >= leaseMs)
         .catch(() => 'unknown' as const);
       if (state === 'unknown') {
-        if (now() - answeredAt >= leaseMs / 2) return { ok: false, error: 'storeUnreachable' };
+        if (now() - answeredAt >= unansweredMs) return { ok: false, error: 'storeUnreachable' };
         continue;
       }
       answeredAt = now();

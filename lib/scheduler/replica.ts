@@ -244,8 +244,8 @@ export class Replica {
   ) {
     this.calls = new StoreCalls(store);
     this.owner = `${name}/${randomUUID()}`;
-    this.interval = this.calls.leaseMs / 3;
-    this.margin = this.calls.leaseMs / 10;
+    this.interval = this.calls.timing.heartbeatMs;
+    this.margin = this.calls.timing.marginMs;
   }
 
   /** @internal The lease of a job that starts: taken at the next heartbeat, which comes at once if none is due. */
@@ -325,7 +325,7 @@ export class Replica {
       // The first record waiting arranged when they go.
       if (this.runs.size > 1) return;
       const time = now();
-      const wait = this.calls.leaseMs / 20;
+      const wait = this.calls.timing.batchWaitMs;
       // The runs of the slots claimed ahead start until `claimedUntil`: their records go with the next claim
       // after that, or once they have started.
       const claim = this.nextClaim(Math.max(time, this.claimedUntil), time + wait);
@@ -385,7 +385,7 @@ export class Replica {
         if (taken && runs[i].reason === null) this.opened.add(entry);
         else this.opened.delete(entry);
       });
-      if (!taken || took > this.calls.leaseMs / 10) this.shed(runs.length, took, taken);
+      if (!taken || took > this.calls.timing.marginMs) this.shed(runs.length, took, taken);
       for (const done of waiting) done();
     }
     this.recording = false;
@@ -538,7 +538,7 @@ export class Replica {
     const expecting = reply !== undefined && this.expecting();
     const more = reply !== undefined && this.more;
     if (first || more || this.soon || (expecting && this.spread !== spread)) this.beatNow();
-    else this.beat.armAt(sent + (expecting ? this.interval / 8 : this.interval));
+    else this.beat.armAt(sent + (expecting ? this.calls.timing.handoverBeatMs : this.interval));
     this.soon = false;
     for (const lease of this.leases.values()) lease.idle();
   }
