@@ -279,14 +279,16 @@ export class DashboardController {
 
   /**
    * The platform's own answer for a path where nothing is mounted: Nest's 404 (its not-found handler says the
-   * same), or, for a path that is not valid percent-encoding (which the dashboard repaired to answer it), the
-   * platform's 400.
+   * same), or, for a path that is not valid percent-encoding (which the dashboard repaired to answer it), what
+   * the platform answers such a path: Fastify a 400 wherever it is; Express a 400 below a global prefix (whose
+   * not-found route decodes the rest of the path), and elsewhere the 404.
    */
   #nothingHere(request: AnyRequest): never {
     const { httpAdapter } = this.adapterHost;
     const url: string = httpAdapter.getRequestUrl?.(request) ?? request.originalUrl ?? request.url ?? '';
     const path = url.split('?')[0];
     const broken = path.split('/').find((segment: string) => decoded(segment) === undefined);
+    const prefixed = !path.startsWith(`${this.options.path}/`);
     if (broken !== undefined && httpAdapter.getType() === 'fastify') {
       throw new HttpException(
         {
@@ -298,7 +300,7 @@ export class DashboardController {
         HttpStatus.BAD_REQUEST,
       );
     }
-    if (broken !== undefined) throw new BadRequestException(`Failed to decode param '${broken}'`);
+    if (broken !== undefined && prefixed) throw new BadRequestException(`Failed to decode param '${broken}'`);
     throw new NotFoundException(`Cannot ${httpAdapter.getRequestMethod?.(request) ?? request.method} ${url}`);
   }
 

@@ -223,6 +223,27 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     }
   });
 
+  it("'none', without a global prefix: a path that is not valid percent-encoding is answered as where nothing is mounted", async () => {
+    const bare = await dashboardApp({ platform });
+    try {
+      const base = new URL(bare.url).origin;
+      for (const rest of ['/jobs/%E0%A4%A', '/api/jobs/%ZZ', '/api/jobs/%ZZ/history']) {
+        const options = { headers: { 'x-role': 'none' } };
+        const dashboard = await raw(base, `/periodic${rest}`, options);
+        const nowhere = await raw(base, `/nowhere${rest}`, options);
+        const shown = (answer: Raw, mount: string) => ({
+          status: answer.status,
+          type: answer.headers['content-type'],
+          body: answer.body.replace(mount, '{mount}'),
+        });
+        expect([rest, shown(dashboard, '/periodic')]).toEqual([rest, shown(nowhere, '/nowhere')]);
+        expect(dashboard.status).toBe(platform === 'fastify' ? 400 : 404);
+      }
+    } finally {
+      await bare.close();
+    }
+  });
+
   it('a name that is not valid percent-encoding is answered as an unknown job', async () => {
     const page = await raw(served.url, path('/jobs/%E0%A4%A'));
     expect([page.status, page.headers['content-type']]).toEqual([404, 'text/html; charset=utf-8']);
