@@ -185,8 +185,8 @@ export class PeriodicRegistry {
 
   /**
    * The job's latest runs, newest first, a run in flight included: the fleet's for an exclusive job (read from
-   * the coordinator's store by any replica), this process's for the others. `limit` 1 to `history.keep`
-   * (default 50); `before`: only runs started before it.
+   * the coordinator's store by any replica), this process's for the others. `limit` 1 to 10,000
+   * (default 50; above `history.keep`, what is kept); `before`: only runs started before it.
    */
   async history(name: string, options?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {
     return this.entry(name, 'history').scheduler.history(options);

@@ -59,11 +59,17 @@ export function oneLine(text: string): string {
 
 /** A value as an error message shows it: strings quoted, functions and objects in short. */
 export function describeValue(value: unknown): string {
-  // A long string is cut, its length said: a message echoes what was given, not a whole document.
+  // A long string is cut, its length said: a message echoes what was given, not a whole document. JSON escapes
+  // the control characters up to U+001F; those from U+007F to U+009F are escaped too, as a log line shows them.
   if (typeof value === 'string') {
-    return value.length > 200
-      ? `${JSON.stringify(value.slice(0, 160))}... (${value.length} characters)`
-      : JSON.stringify(value);
+    const quoted =
+      value.length > 200
+        ? `${JSON.stringify(value.slice(0, 160))}... (${value.length} characters)`
+        : JSON.stringify(value);
+    return quoted.replace(
+      /[\u007f-\u009f]/g,
+      (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    );
   }
   if (typeof value === 'function') return 'a function';
   const text = inspect(value, { depth: 1, breakLength: Infinity });

@@ -1273,7 +1273,7 @@ export class PeriodicScheduler {
 
   /**
    * The job's latest runs, newest first by start, a run in flight included: the fleet's for an exclusive job
-   * whose coordinator keeps them, this process's otherwise. `limit` 1 to `history.keep` (default 50); `before`:
+   * whose coordinator keeps them, this process's otherwise. `limit` 1 to 10,000 (default 50; above `history.keep`, what is kept); `before`:
    * only runs started before it.
    */
   async history(options?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {

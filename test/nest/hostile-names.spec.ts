@@ -28,6 +28,10 @@ const BAD_NAMES: [string, string, string][] = [
   ['201 emoji', '🙂'.repeat(201), 'it has 201 characters'],
 ];
 
+/** A name as an error message shows it: JSON's escapes, and U+007F to U+009F escaped too. */
+const shown = (name: string) =>
+  JSON.stringify(name).replace(/[\u007f-\u009f]/g, (char) => `\\u00${char.charCodeAt(0).toString(16)}`);
+
 const GOOD_NAMES = [
   'a/b',
   '50%',
@@ -58,9 +62,7 @@ describe('names', () => {
       await expect(app).rejects.toThrow(PeriodicConfigError);
       await expect(
         createApp({ imports: [PeriodicModule.forRoot({ logger: false })], providers: [Jobs] }),
-      ).rejects.toThrow(
-        `@Periodic() on Jobs.work: "name" must be ${RULE}, got ${JSON.stringify(name).slice(0, 40)}`,
-      );
+      ).rejects.toThrow(`@Periodic() on Jobs.work: "name" must be ${RULE}, got ${shown(name).slice(0, 40)}`);
       await expect(
         createApp({ imports: [PeriodicModule.forRoot({ logger: false })], providers: [Jobs] }),
       ).rejects.toThrow(says);
@@ -73,6 +75,8 @@ describe('names', () => {
     expect(add).toThrow(PeriodicConfigError);
     expect(add).toThrow(`"name" must be ${RULE}`);
     expect(add).toThrow(says);
+    // The message shows the name with every control character escaped, C1 included: it goes into log lines.
+    expect(add).toThrow(/^[^\u0000-\u001f\u007f-\u009f]*$/);
     expect(registry.getAll()).toEqual([]);
   });
 
