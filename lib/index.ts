@@ -6,15 +6,26 @@ export { PeriodicRegistry } from './nest/registry.js';
 export { PeriodicEvents } from './nest/events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 export type {
+  PeriodicAuditSteps,
   PeriodicCoordinator,
+  PeriodicFleetMember,
   PeriodicFleetRead,
   PeriodicFleetSchedule,
+  PeriodicFleetSteps,
+  PeriodicHeartbeat,
+  PeriodicHeartbeatReply,
+  PeriodicHistorySteps,
+  PeriodicJobRefusal,
+  PeriodicLeaseHeld,
+  PeriodicLeaseSteps,
   PeriodicOperation,
   PeriodicRunEntry,
+  PeriodicScheduleWrite,
   PeriodicScheduleWritten,
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerState,
+  PeriodicTriggerSteps,
 } from './scheduler/coordinator-port.js';
 export type { PeriodicAuditEntry, PeriodicOperationOptions } from './scheduler/operations.js';
 export type { PeriodicHistoryOptions, PeriodicRunRecord } from './scheduler/history.js';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
-import { StoreLog } from '../scheduler/coordinator-port.js';
+import { StoreLog } from '../scheduler/store-log.js';
 import {
   HISTORY_RULE,
   type HistorySettings,

@@ -1,6 +1,7 @@
 // What the fleet knows of a job (docs/operations.md, "Fleet status"): read from the store by any replica, or, for what the store could not
 // answer, what this replica knows.
-import type { PeriodicFleetRead, PeriodicOperation, PeriodicRunEntry, StoreLog } from './coordinator-port.js';
+import type { PeriodicFleetRead, PeriodicOperation, PeriodicRunEntry } from './coordinator-port.js';
+import type { StoreLog } from './store-log.js';
 import { type PeriodicRunRecord, runRecord } from './history.js';
 
 /** An exclusive job as the fleet sees it: `registry.fleetStatus(name)`. */

@@ -1,6 +1,7 @@
 // Operations on a job (pause, resume, trigger): who asked, checked, and the audit trail of a job that is not
 // the fleet's, kept in memory. An exclusive job's are kept by its coordinator (docs/operations.md).
-import { NoAnswer, type PeriodicOperation } from './coordinator-port.js';
+import { type PeriodicOperation } from './coordinator-port.js';
+import { NoAnswer } from './store-calls.js';
 import { messageOf, PeriodicStoreError } from './errors.js';
 import { checkedOptions, type OptionRule } from './rules.js';
 import { KEPT_COUNT } from './history.js';

@@ -2,6 +2,7 @@ import { describeValue, PeriodicConfigError } from './errors.js';
 import { checkedOptions, invalid, isMilliseconds, NAME_RULE, oneOf, type OptionRule } from './rules.js';
 import { Calendar, processTimeZone } from './schedule.js';
 import type { PeriodicCoordinator } from './coordinator-port.js';
+import { capable } from './reply-checks.js';
 import type { PeriodicContext } from './run.js';
 
 /** `regular`: `every` is start-to-start (fixed rate); `shifted`: from the end of a run to the next tick (fixed delay). */
@@ -349,17 +350,7 @@ export const RULES = {
   ...JOB_OPTIONS,
   run: { accepts: (v) => typeof v === 'function', expected: 'a function (the job)', required: true },
   coordinator: {
-    accepts: (v) => {
-      const coordinator = v as Partial<PeriodicCoordinator> | null | undefined;
-      return (
-        typeof coordinator?.acquire === 'function' &&
-        typeof coordinator.renew === 'function' &&
-        typeof coordinator.release === 'function' &&
-        typeof coordinator.readSchedule === 'function' &&
-        typeof coordinator.writeSchedule === 'function' &&
-        isMilliseconds(coordinator.leaseMs, 1)
-      );
-    },
+    accepts: (v) => capable(v, 'leases') && isMilliseconds((v as Partial<PeriodicCoordinator>).leaseMs, 1),
     expected:
       'a PeriodicCoordinator (leaseMs, acquire, renew, release, readSchedule, writeSchedule), such as ' +
       'new RedisCoordinator({ client: new Redis(process.env.REDIS_URL) })',

@@ -11,9 +11,9 @@ import {
   type PeriodicOperation,
   type PeriodicRunEntry,
   type PeriodicTriggerRequest,
-  type StoreCalls,
-  StoreLog,
 } from './coordinator-port.js';
+import { type StoreCalls } from './store-calls.js';
+import { StoreLog } from './store-log.js';
 import {
   armAt,
   cancel,

@@ -4,7 +4,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
-  type HeartbeatAnswer,
   type PeriodicFleetMember,
   type PeriodicFleetSchedule,
   type PeriodicHeartbeat,
@@ -13,9 +12,9 @@ import {
   type PeriodicScheduleWrite,
   type PeriodicScheduleWritten,
   type PeriodicTriggerRequest,
-  StoreCalls,
-  type StoreLog,
 } from './coordinator-port.js';
+import { type HeartbeatAnswer, StoreCalls } from './store-calls.js';
+import { type StoreLog } from './store-log.js';
 import { DeadlineTimer, now } from './deadline-timer.js';
 import { messageOf } from './errors.js';
 

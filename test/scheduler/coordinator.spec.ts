@@ -3,7 +3,8 @@
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
-import { type PeriodicCoordinator, StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import { type PeriodicCoordinator } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { Replica } from '../../lib/scheduler/replica.js';
 import { deferred, EventLog, flush, useFakeTimers } from './helpers.js';

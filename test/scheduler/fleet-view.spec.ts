@@ -6,7 +6,7 @@ import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { advance, EventLog, flush, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
-import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import { CLAIM_AHEAD_MS, Replica } from '../../lib/scheduler/replica.js';
 
 useFakeTimers();

@@ -6,8 +6,8 @@ import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import {
   type PeriodicCoordinator,
   type PeriodicFleetSchedule,
-  StoreLog,
 } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { Replica } from '../../lib/scheduler/replica.js';

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, jest } from '@jest/globals';
-import { type PeriodicCoordinator, StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import { type PeriodicCoordinator } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import type { HistorySettings } from '../../lib/scheduler/history.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { Replica, spreadOver } from '../../lib/scheduler/replica.js';

@@ -11,8 +11,8 @@ import {
   type PeriodicLeaseHeld,
   type PeriodicScheduleWrite,
   type PeriodicScheduleWritten,
-  StoreLog,
 } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import { now } from '../../lib/scheduler/deadline-timer.js';
 import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';

@@ -6,8 +6,8 @@ import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import {
   type PeriodicScheduleWrite,
   type PeriodicScheduleWritten,
-  StoreLog,
 } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { Replica } from '../../lib/scheduler/replica.js';
 import { deferred, EventLog } from './helpers.js';

@@ -6,7 +6,7 @@ import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
-import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import { Replica, spreadOver } from '../../lib/scheduler/replica.js';
 import { advance, EventLog, flush, startScheduler, useFakeTimers } from './helpers.js';
 

@@ -10,8 +10,8 @@ import {
   type PeriodicHeartbeat,
   type PeriodicLeaseHeld,
   type PeriodicScheduleWrite,
-  StoreLog,
 } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { Replica } from '../../lib/scheduler/replica.js';
 import { flush, useFakeTimers } from './helpers.js';

@@ -4,7 +4,7 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import type { PeriodicCoordinator } from '../../lib/scheduler/coordinator-port.js';
-import { StoreLog } from '../../lib/scheduler/coordinator-port.js';
+import { StoreLog } from '../../lib/scheduler/store-log.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import { Replica } from '../../lib/scheduler/replica.js';
 import { advance, EventLog, useFakeTimers } from './helpers.js';

@@ -1,0 +1,210 @@
+// The scheduler's checks of what a coordinator answers: a reply of the wrong shape is a failure of the store,
+// never a lease, a run or a pause.
+import type {
+  PeriodicAuditSteps,
+  PeriodicFleetRead,
+  PeriodicFleetSchedule,
+  PeriodicHeartbeat,
+  PeriodicHeartbeatReply,
+  PeriodicFleetSteps,
+  PeriodicHistorySteps,
+  PeriodicLeaseSteps,
+  PeriodicOperation,
+  PeriodicRunEntry,
+  PeriodicTriggerAnswer,
+  PeriodicTriggerRequest,
+  PeriodicTriggerSteps,
+} from './coordinator-port.js';
+import { describeValue } from './errors.js';
+
+/** The steps of each of a coordinator's capabilities: it has one when it has every step of it. */
+export const CAPABILITIES = {
+  leases: ['acquire', 'renew', 'release', 'readSchedule', 'writeSchedule'],
+  fleet: ['heartbeat', 'writeSchedules', 'releaseAll'],
+  audit: ['operate', 'readPause', 'readAudit'],
+  history: ['recordRuns', 'readHistory', 'readFleet'],
+  trigger: ['requestTrigger', 'readTrigger', 'answerTrigger'],
+} as const satisfies {
+  leases: readonly (keyof PeriodicLeaseSteps)[];
+  fleet: readonly (keyof PeriodicFleetSteps)[];
+  audit: readonly (keyof PeriodicAuditSteps)[];
+  history: readonly (keyof PeriodicHistorySteps)[];
+  trigger: readonly (keyof PeriodicTriggerSteps)[];
+};
+
+/** Whether `coordinator` has every step of `capability`. */
+export function capable(coordinator: unknown, capability: keyof typeof CAPABILITIES): boolean {
+  const steps = coordinator as Record<string, unknown> | null | undefined;
+  return CAPABILITIES[capability].every((step) => typeof steps?.[step] === 'function');
+}
+
+/** A reply of one step for one job, checked: one of the wrong type is a failure, never a lease. */
+export function checked<T>(
+  step: string,
+  reply: unknown,
+  type: { accepts(value: unknown): value is T; expected: string },
+): T {
+  if (!type.accepts(reply))
+    throw new Error(`${step}() answered ${describeValue(reply)}, not ${type.expected}`);
+  return reply;
+}
+
+export const TOKEN = { accepts: isWhole, expected: 'a fencing token (a safe integer ≥ 0)' };
+
+export const BOOLEAN = {
+  accepts: (value: unknown): value is boolean => typeof value === 'boolean',
+  expected: 'true or false',
+};
+
+/** What is wrong with a heartbeat's reply, if anything: the first entry that does not answer `request`. */
+export function heartbeatProblem(request: PeriodicHeartbeat, reply: unknown): string | undefined {
+  const { members, renewed, acquired } = (reply ?? {}) as Partial<PeriodicHeartbeatReply>;
+  const wrong = (what: string, value: unknown, expected: string) =>
+    `heartbeat() answered ${what} ${describeValue(value)}, not ${expected}`;
+  if (typeof reply !== 'object' || reply === null) {
+    return `heartbeat() answered ${describeValue(reply)}, not ${HEARTBEAT}`;
+  }
+  if (!Array.isArray(members)) return wrong('members', members, 'an array of members');
+  const member = members.find(
+    (one) =>
+      typeof one?.owner !== 'string' || typeof one.replica !== 'string' || typeof one.jobs !== 'string',
+  );
+  if (member !== undefined)
+    return wrong('the member', member, 'a member { owner, replica, jobs } of strings');
+  if (!Array.isArray(renewed) || renewed.length !== request.renew.length) {
+    return wrong('renewed', renewed, `a boolean per renewal (${request.renew.length})`);
+  }
+  const renewal = renewed.findIndex((ok) => typeof ok !== 'boolean');
+  if (renewal >= 0) return wrong(`renewed[${renewal}]`, renewed[renewal], BOOLEAN.expected);
+  if (!Array.isArray(acquired) || acquired.length !== request.acquire.length) {
+    return wrong('acquired', acquired, `a holding or null per lease to take (${request.acquire.length})`);
+  }
+  for (const [i, taken] of acquired.entries()) {
+    if (taken === null) continue;
+    const { fencingToken, schedule } = (taken ?? {}) as { fencingToken?: unknown; schedule?: unknown };
+    if (!isWhole(fencingToken) || fencingToken === 0) {
+      return wrong(`acquired[${i}].fencingToken`, fencingToken, 'a fencing token (a safe integer > 0)');
+    }
+    if (!SCHEDULE.accepts(schedule)) return wrong(`acquired[${i}].schedule`, schedule, SCHEDULE.expected);
+  }
+  const { paused, triggers, fleet } = reply as PeriodicHeartbeatReply;
+  if (fleet !== undefined && (typeof fleet !== 'string' || fleet === '')) {
+    return wrong('fleet', fleet, 'a string that names the fleet’s records');
+  }
+  if (
+    triggers !== undefined &&
+    !(Array.isArray(triggers) && triggers.every((request) => TRIGGER.accepts(request)))
+  ) {
+    return wrong('triggers', triggers, TRIGGER.expected);
+  }
+  if (paused !== undefined && !(Array.isArray(paused) && paused.every((name) => typeof name === 'string'))) {
+    return wrong('paused', paused, 'an array of job names');
+  }
+  const { refused } = reply as PeriodicHeartbeatReply;
+  if (
+    refused !== undefined &&
+    !(
+      Array.isArray(refused) &&
+      refused.every((one) => typeof one?.name === 'string' && typeof one.error === 'string')
+    )
+  ) {
+    return wrong('refused', refused, 'an array of { name, error } of strings');
+  }
+  return undefined;
+}
+
+export const HEARTBEAT =
+  '{ members, renewed, acquired }: the members, a boolean per renewal, and a holding { fencingToken, ' +
+  'schedule } or null per lease to take';
+
+export const SCHEDULE = {
+  accepts: (value: unknown): value is PeriodicFleetSchedule | null => {
+    if (value === null) return true;
+    const { grid, last, next } = (value ?? {}) as Partial<PeriodicFleetSchedule>;
+    return typeof grid === 'string' && isWhole(last) && isWhole(next);
+  },
+  expected: 'null or a schedule { grid: string, last: number, next: number }',
+};
+
+export const OPERATION = {
+  accepts: (value: unknown): value is PeriodicOperation => {
+    const { action, by, note, replica, at } = (value ?? {}) as Partial<PeriodicOperation>;
+    const text = (field: unknown) => field === null || typeof field === 'string';
+    return (
+      (action === 'pause' || action === 'resume' || action === 'trigger') &&
+      text(by) &&
+      text(note) &&
+      typeof replica === 'string' &&
+      isWhole(at)
+    );
+  },
+  expected: 'an operation { action, by, note, replica, at }',
+};
+
+export const RUN = {
+  accepts: (value: unknown): value is PeriodicRunEntry => {
+    const entry = (value ?? {}) as Partial<PeriodicRunEntry>;
+    return (
+      typeof entry.id === 'string' &&
+      typeof entry.name === 'string' &&
+      isWhole(entry.jobId) &&
+      typeof entry.replica === 'string' &&
+      isWhole(entry.startedAt) &&
+      (entry.finishedAt === null || isWhole(entry.finishedAt))
+    );
+  },
+  expected: 'an array of runs { id, name, jobId, replica, startedAt, finishedAt, … }',
+};
+
+export const FLEET_READ = {
+  accepts: (value: unknown): value is PeriodicFleetRead => {
+    const read = (value ?? {}) as Partial<PeriodicFleetRead>;
+    const holder = read.holder as Partial<NonNullable<PeriodicFleetRead['holder']>> | null | undefined;
+    return (
+      typeof read.name === 'string' &&
+      (holder === null ||
+        (typeof holder?.owner === 'string' && isWhole(holder.fencingToken) && isWhole(holder.until))) &&
+      (read.pause === null || OPERATION.accepts(read.pause)) &&
+      SCHEDULE.accepts(read.schedule) &&
+      (read.lastRun === null || RUN.accepts(read.lastRun)) &&
+      (read.lastSucceededAt === null || isWhole(read.lastSucceededAt)) &&
+      isWhole(read.consecutiveFailures)
+    );
+  },
+  expected: '{ name, holder, pause, schedule, lastRun, lastSucceededAt, consecutiveFailures }',
+};
+
+export const TRIGGER = {
+  accepts: (value: unknown): value is PeriodicTriggerRequest => {
+    const request = (value ?? {}) as Partial<PeriodicTriggerRequest>;
+    return (
+      typeof request.id === 'string' &&
+      typeof request.name === 'string' &&
+      (request.by === null || typeof request.by === 'string') &&
+      typeof request.replica === 'string' &&
+      isWhole(request.at)
+    );
+  },
+  expected: 'an array of triggers { id, name, by, replica, at }',
+};
+
+export const TRIGGER_ANSWER = {
+  accepts: (value: unknown): value is PeriodicTriggerAnswer => {
+    const answer = (value ?? {}) as { ok?: unknown; jobId?: unknown; error?: unknown; replica?: unknown };
+    return (
+      typeof answer.replica === 'string' &&
+      ((answer.ok === true && isWhole(answer.jobId)) ||
+        (answer.ok === false && typeof answer.error === 'string'))
+    );
+  },
+  expected: "'pending', 'taken', 'withdrawn' or an answer { ok, jobId | error, replica }",
+};
+
+export function wrongOperation(step: string, reply: unknown): string {
+  return `${step}() answered ${describeValue(reply)}, not ${step === 'readAudit' ? 'an array of operations' : `null or ${OPERATION.expected}`}`;
+}
+
+/** A safe integer ≥ 0. */
+export function isWhole(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}

@@ -1,0 +1,376 @@
+// The calls a replica makes to its coordinator, each bounded in time, checked, and reported to the store's log.
+import type {
+  PeriodicCoordinator,
+  PeriodicFleetRead,
+  PeriodicHeartbeat,
+  PeriodicHeartbeatReply,
+  PeriodicLeaseHeld,
+  PeriodicOperation,
+  PeriodicRunEntry,
+  PeriodicScheduleWrite,
+  PeriodicScheduleWritten,
+  PeriodicTriggerAnswer,
+  PeriodicTriggerRequest,
+  PeriodicTriggerState,
+} from './coordinator-port.js';
+import { DeadlineTimer, now } from './deadline-timer.js';
+import { describeValue } from './errors.js';
+import type { LeaseTiming } from './lease-timing.js';
+import {
+  BOOLEAN,
+  capable,
+  checked,
+  FLEET_READ,
+  heartbeatProblem,
+  OPERATION,
+  RUN,
+  SCHEDULE,
+  TOKEN,
+  TRIGGER_ANSWER,
+  wrongOperation,
+} from './reply-checks.js';
+import type { StoreLog } from './store-log.js';
+
+/**
+ * The calls a replica makes to its coordinator: a heartbeat, writes of schedules and releases, each in one step
+ * where the coordinator has the batched steps, and made of the steps for one job where it has not (then the
+ * replica is a fleet of one: every replica competes for every job, as each job's lease does on its own). A
+ * reply of the wrong shape (a token that is not a safe integer, an answer that is not a boolean) is a failure,
+ * never a lease. Every failure goes to the replica's {@link StoreLog}.
+ */
+export class StoreCalls {
+  readonly coordinator: PeriodicCoordinator;
+  /** Set once the replica has left: answers that come later (a command still out) are not reported. */
+  private silent = false;
+
+  constructor(readonly store: StoreLog) {
+    this.coordinator = store.coordinator;
+  }
+
+  get leaseMs(): number {
+    return this.coordinator.leaseMs;
+  }
+
+  /** The times derived from the lease's length. */
+  get timing(): LeaseTiming {
+    return this.store.timing;
+  }
+
+  /** Whether the coordinator spreads jobs over the replicas: it has the batched steps. */
+  get batched(): boolean {
+    return capable(this.coordinator, 'fleet');
+  }
+
+  /**
+   * Sends a heartbeat. Made of the steps for one job, a step that fails leaves the others (each job's lease on its
+   * own, as with no batched steps): its renewal counts as failed (`failed`), its taking as not taken, and the
+   * failure is reported.
+   */
+  async heartbeat(request: PeriodicHeartbeat): Promise<HeartbeatAnswer> {
+    const { coordinator } = this;
+    const what = heartbeatWhat(request);
+    if (this.batched) {
+      return this.call(
+        what,
+        () => coordinator.heartbeat!(request),
+        (reply) => heartbeatProblem(request, reply),
+      );
+    }
+    const answer = await this.call<HeartbeatAnswer>(
+      what,
+      () => heartbeatOneByOne(coordinator, request),
+      () => undefined,
+      (reply) => reply.failures?.length === 0,
+    );
+    for (const [step, error] of answer.failures ?? []) this.failed(step, error);
+    return answer;
+  }
+
+  /**
+   * Writes schedules; a store that has not answered within `leaseMs / 3` fails them all (a tick waits for its
+   * claim, and would otherwise hold its job up for ever while its lease is renewed).
+   */
+  writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
+    const what = `writing the schedule of ${names(writes)}`;
+    const { coordinator } = this;
+    const send = this.batched
+      ? () => coordinator.writeSchedules!(owner, writes)
+      : () =>
+          Promise.all(
+            writes.map(({ name, fencingToken, schedule }) =>
+              coordinator.writeSchedule(name, owner, fencingToken, schedule),
+            ),
+          );
+    const problem = (reply: unknown) =>
+      Array.isArray(reply) &&
+      reply.length === writes.length &&
+      reply.every((ok) => typeof ok === 'boolean' || ok === 'paused')
+        ? undefined
+        : `writeSchedules() answered ${describeValue(reply)}, not true, false or 'paused' per write ` +
+          `(${writes.length})`;
+    return this.call(what, () => this.within(send()), problem);
+  }
+
+  /** Whether the coordinator pauses and audits the fleet's jobs as one: it has the steps for it. */
+  get operated(): boolean {
+    return this.batched && capable(this.coordinator, 'audit');
+  }
+
+  /** Records an operation (and a pause or its end) in the store; fails when it has not answered in `leaseMs / 3`. */
+  operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
+    const what = `recording the ${operation.action} of "${name}"`;
+    return this.call(
+      what,
+      () => this.within(this.coordinator.operate!(name, operation, keep)),
+      () => undefined,
+    );
+  }
+
+  /** The fleet's pause of a job, read from the store within `leaseMs / 3`. */
+  readPause(name: string): Promise<PeriodicOperation | null> {
+    return this.call(
+      `reading the pause of "${name}"`,
+      () => this.within(this.coordinator.readPause!(name)),
+      (reply) =>
+        reply === null || OPERATION.accepts(reply) ? undefined : wrongOperation('readPause', reply),
+    );
+  }
+
+  /** A job's audit trail, read from the store within `leaseMs / 3`. */
+  readAudit(name: string, limit: number): Promise<PeriodicOperation[]> {
+    return this.call(
+      `reading the audit trail of "${name}"`,
+      () => this.within(this.coordinator.readAudit!(name, limit)),
+      (reply) =>
+        Array.isArray(reply) && reply.every((entry) => OPERATION.accepts(entry))
+          ? undefined
+          : wrongOperation('readAudit', reply),
+    );
+  }
+
+  /** Whether the coordinator keeps the fleet's run history and tells what it knows of a job: it has the steps. */
+  get recorded(): boolean {
+    return this.batched && capable(this.coordinator, 'history');
+  }
+
+  /** Records runs; fails when the store has not answered within `leaseMs / 3` (the records are lost). */
+  recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
+    return this.call(
+      `recording ${runs.length === 1 ? 'a run' : `${runs.length} runs`} of ${names(runs)}`,
+      () => this.within(this.coordinator.recordRuns!(runs, keep)),
+      () => undefined,
+    );
+  }
+
+  /** A job's history, read from the store within `leaseMs / 3`. */
+  readHistory(name: string, limit: number, before: number | null, keep: number): Promise<PeriodicRunEntry[]> {
+    return this.call(
+      `reading the history of "${name}"`,
+      () => this.within(this.coordinator.readHistory!(name, limit, before, keep)),
+      (reply) =>
+        Array.isArray(reply) && reply.every((entry) => RUN.accepts(entry))
+          ? undefined
+          : `readHistory() answered ${describeValue(reply)}, not ${RUN.expected}`,
+    );
+  }
+
+  /** What the store knows of jobs, read within `leaseMs / 3`. */
+  readFleet(jobs: string[]): Promise<PeriodicFleetRead[]> {
+    return this.call(
+      `reading the fleet's state of ${names(jobs.map((name) => ({ name })))}`,
+      () => this.within(this.coordinator.readFleet!(jobs)),
+      (reply) =>
+        Array.isArray(reply) &&
+        reply.length === jobs.length &&
+        reply.every((read) => FLEET_READ.accepts(read))
+          ? undefined
+          : `readFleet() answered ${describeValue(reply)}, not ${FLEET_READ.expected} per job (${jobs.length})`,
+    );
+  }
+
+  /** Whether the coordinator carries triggers from any replica to the holder: it has the steps for it. */
+  get triggered(): boolean {
+    return this.batched && capable(this.coordinator, 'trigger');
+  }
+
+  /** Leaves a trigger for the holder; fails when the store has not answered within `leaseMs / 3`. */
+  requestTrigger(request: PeriodicTriggerRequest): Promise<void> {
+    return this.call(
+      `asking the holder of "${request.name}" for a trigger`,
+      () => this.within(this.coordinator.requestTrigger!(request)),
+      () => undefined,
+    );
+  }
+
+  /** Where a trigger stands, read within `leaseMs / 3`. */
+  readTrigger(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState> {
+    return this.call(
+      `reading the answer to a trigger of "${name}"`,
+      () => this.within(this.coordinator.readTrigger!(name, id, withdraw)),
+      (reply) =>
+        reply === 'pending' || reply === 'taken' || reply === 'withdrawn' || TRIGGER_ANSWER.accepts(reply)
+          ? undefined
+          : `readTrigger() answered ${describeValue(reply)}, not ${TRIGGER_ANSWER.expected}`,
+    );
+  }
+
+  /** Answers a trigger for the replica that asked; fails when the store has not answered within `leaseMs / 3`. */
+  answerTrigger(name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void> {
+    return this.call(
+      `answering a trigger of "${name}"`,
+      () => this.within(this.coordinator.answerTrigger!(name, id, answer)),
+      () => undefined,
+    );
+  }
+
+  /** Releases leases, and with `leave` the member's record; waits for the store at most `leaseMs / 3`. */
+  releaseAll(owner: string, leases: PeriodicLeaseHeld[], leave: boolean): Promise<void> {
+    const what = `releasing the lease of ${names(leases)}`;
+    const { coordinator } = this;
+    const send = this.batched
+      ? () => coordinator.releaseAll!(owner, leases, leave)
+      : () => Promise.all(leases.map(({ name }) => coordinator.release(name, owner))).then(() => undefined);
+    return this.call(
+      what,
+      () => this.within(send()),
+      () => undefined,
+    ) as Promise<void>;
+  }
+
+  /** The replica has left (or joins again): nothing the store answers from now on is reported (or it is). */
+  silence(silent = true): void {
+    this.silent = silent;
+  }
+
+  /**
+   * Sends one command and checks its reply. A command that has not answered within `leaseMs / 3` of being sent
+   * is reported as failed then, and again each lease period while it still has not, whatever the driver does
+   * with it meanwhile (ioredis queues commands while it reconnects, and fails them only after many attempts);
+   * its answer is still awaited. `problem` says what is wrong with a reply, if anything.
+   */
+  private async call<T>(
+    what: string,
+    send: () => Promise<unknown>,
+    problem: (reply: unknown) => string | undefined,
+    answers: (reply: T) => boolean = () => true,
+  ): Promise<T> {
+    const limit = this.timing.heartbeatMs;
+    // A command that hangs is reported as such, not again when the driver gives up on it.
+    let hanging = false;
+    const sent = now();
+    const hung = new DeadlineTimer({
+      onDeadline: () => {
+        // A replica that has left reports nothing more, and keeps no timer for it.
+        if (this.silent) return;
+        hanging = true;
+        this.failed(what, new Error(`no answer after ${Math.round(now() - sent)}ms`));
+        hung.armAt(now() + this.coordinator.leaseMs);
+      },
+    });
+    hung.armAt(sent + limit);
+    try {
+      const answer: unknown = await send();
+      hung.cancel();
+      const wrong = problem(answer);
+      if (wrong !== undefined) throw new Error(wrong);
+      if (!this.silent && answers(answer as T)) this.store.recovered();
+      return answer as T;
+    } catch (error) {
+      hung.cancel();
+      if (!hanging) this.failed(what, error);
+      throw error;
+    }
+  }
+
+  /** The store's answer, or a failure when none comes within `leaseMs / 3`; an answer that comes later is ignored. */
+  private within<T>(answer: Promise<T>): Promise<T> {
+    const limit = this.timing.heartbeatMs;
+    return new Promise((resolve, reject) => {
+      const timer = new DeadlineTimer({
+        onDeadline: () => reject(new NoAnswer(`no answer within ${Math.round(limit)}ms`)),
+      });
+      timer.armAt(now() + limit);
+      answer.then(
+        (value) => {
+          timer.cancel();
+          resolve(value);
+        },
+        (error: unknown) => {
+          timer.cancel();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  private failed(what: string, error: unknown): void {
+    if (!this.silent) this.store.failed(what, error);
+  }
+}
+
+/** A command to the store that has not answered in time: it may still be carried out when the store answers. */
+export class NoAnswer extends Error {}
+
+/** What a heartbeat answers, with the failures of the steps for one job it was made of. */
+export interface HeartbeatAnswer extends PeriodicHeartbeatReply {
+  /** What failed, and how: the steps of a heartbeat made of the steps for one job. */
+  failures?: [what: string, error: unknown][];
+  /** The jobs whose renewal failed (not refused), with why. */
+  failedRenewals?: Map<string, unknown>;
+}
+
+/** What a heartbeat does, as a failure line says it. */
+function heartbeatWhat({ member, renew, acquire }: PeriodicHeartbeat): string {
+  const taking = acquire.map((name) => ({ name }));
+  if (taking.length === 0 && renew.length === 0) return `sending the heartbeat of ${member.replica}`;
+  if (taking.length === 0) return `renewing the lease of ${names(renew)}`;
+  if (renew.length === 0) return `acquiring the lease of ${names(taking)}`;
+  return `renewing the lease of ${names(renew)} and acquiring that of ${names(taking)}`;
+}
+
+/** A heartbeat made of the steps for one job: the replica alone, as if no other were there. */
+async function heartbeatOneByOne(
+  coordinator: PeriodicCoordinator,
+  { member, renew, acquire }: PeriodicHeartbeat,
+): Promise<HeartbeatAnswer> {
+  const { owner } = member;
+  const failures: [string, unknown][] = [];
+  const failedRenewals = new Map<string, unknown>();
+  const renewed = Promise.all(
+    renew.map(async ({ name }) => {
+      try {
+        return checked('renew', await coordinator.renew(name, owner), BOOLEAN);
+      } catch (error) {
+        failures.push([`renewing the lease of "${name}"`, error]);
+        failedRenewals.set(name, error);
+        return false;
+      }
+    }),
+  );
+  const acquired = Promise.all(
+    acquire.map(async (name) => {
+      let step = `acquiring the lease of "${name}"`;
+      let fencingToken = 0;
+      try {
+        fencingToken = checked('acquire', await coordinator.acquire(name, owner), TOKEN);
+        if (fencingToken === 0) return null;
+        step = `reading the schedule of "${name}"`;
+        const schedule = checked('readSchedule', await coordinator.readSchedule(name), SCHEDULE);
+        return { fencingToken, schedule };
+      } catch (error) {
+        failures.push([step, error]);
+        // A lease taken without its schedule is given back.
+        if (fencingToken !== 0) await coordinator.release(name, owner).catch(() => undefined);
+        return null;
+      }
+    }),
+  );
+  return { members: [member], renewed: await renewed, acquired: await acquired, failures, failedRenewals };
+}
+
+/** The names of jobs as a message shows them: `"a"`, or `"a" and 11 more`. */
+function names(leases: readonly { name: string }[]): string {
+  const [first] = leases;
+  if (first === undefined) return 'no job';
+  return leases.length === 1 ? `"${first.name}"` : `"${first.name}" and ${leases.length - 1} more`;
+}
