@@ -14,7 +14,7 @@ import {
   type KeyKind,
   keyOf,
   LUA_KEY_OF,
-} from '../../lib/coordinators/redis-keys.js';
+} from '../../lib/coordinators/redis/keys.js';
 import { useApps } from '../nest/helpers.js';
 import { describeWithRedis, dropKeys, redisClient, uniquePrefix } from './redis.js';
 

@@ -14,10 +14,10 @@ import type {
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerState,
-} from '../scheduler/coordinator-port.js';
-import { describeValue, isError } from '../scheduler/errors.js';
-import { HISTORY_DEFAULTS, newestFirst, outcomeOf } from '../scheduler/history.js';
-import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
+} from '../../scheduler/coordinator-port.js';
+import { describeValue, isError } from '../../scheduler/errors.js';
+import { HISTORY_DEFAULTS, newestFirst, outcomeOf } from '../../scheduler/history.js';
+import { checkedOptions, type OptionRule } from '../../scheduler/rules.js';
 import {
   integerReply,
   LEASE_MS,
@@ -27,9 +27,9 @@ import {
   RUN_FIELDS,
   triggerAnswerOf,
   triggerOf,
-} from './replies.js';
-import { KEY_KINDS, KEY_SEPARATOR, keyOf, LUA_KEY_OF } from './redis-keys.js';
-import { historyOf, RunTail, SEGMENT } from './redis-tail.js';
+} from '../replies.js';
+import { KEY_KINDS, KEY_SEPARATOR, keyOf, LUA_KEY_OF } from './keys.js';
+import { historyOf, RunTail, SEGMENT } from './tail.js';
 
 /** What the coordinator needs of its client; an ioredis `Redis` or `Cluster` has it. */
 export interface RedisClient {
@@ -704,7 +704,7 @@ const RULES = {
  * Shares the leases of `exclusive` jobs between the replicas of an application through Redis. The lease of
  * job `name` is the key `<keyPrefix>\nl<name>`; its fencing token and schedule are the fields `token:<name>`,
  * `schedule:<name>` and `grid:<name>` of the hash `<keyPrefix>\nh`, which also keeps the fleet's members (the keys
- * are one-to-one in the prefix and the name: redis-keys.ts). The
+ * are one-to-one in the prefix and the name: keys.ts). The
  * coordinator sends Lua scripts through the client it is given and loads no Redis library of its own. Replies are parsed whatever the client's options (`stringNumbers`, its own `keyPrefix`).
  */
 export class RedisCoordinator implements PeriodicCoordinator {

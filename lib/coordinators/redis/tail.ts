@@ -1,7 +1,7 @@
-import { describeValue } from '../scheduler/errors.js';
-import { outcomeOf } from '../scheduler/history.js';
-import type { PeriodicRunEntry } from '../scheduler/coordinator-port.js';
-import { runOf } from './replies.js';
+import { describeValue } from '../../scheduler/errors.js';
+import { outcomeOf } from '../../scheduler/history.js';
+import type { PeriodicRunEntry } from '../../scheduler/coordinator-port.js';
+import { runOf } from '../replies.js';
 
 /** How many ended runs a tail holds before they go to a segment of their own. */
 export const SEGMENT = 8;
