@@ -1,12 +1,13 @@
 /**
- * The keys of RedisCoordinator, one definition for its TypeScript and its Lua scripts (docs/replicas.md, "Keys
- * in Redis"). Every key is `<keyPrefix>\n<kind><name>`: the prefix, a line feed, one letter for what the key
- * holds, and the job's (or owner's) name with `%`, line feed, `{` and `}` percent-encoded. A `keyPrefix` never
- * has a line feed (the option refuses one), so the first line feed of a key ends its prefix, the letter after it
- * says the kind, and the rest decodes to one name: two different (keyPrefix, kind, name) never make one key,
- * even where one prefix starts with another (`p:` and `p:x:`), and a job named like a key of the store's own is
- * an ordinary job. No brace comes after the prefix, so a hash tag in the prefix (`{periodic}:`) puts every key
- * of a coordinator in one slot of a Redis Cluster, and a name cannot move its key to another.
+ * The keys of RedisCoordinator, as its TypeScript makes them (docs/replicas.md, "Keys in Redis"); its Lua scripts
+ * make them with lua/include/key-of.lua, from the letters of KEY_KINDS. Every key is `<keyPrefix>\n<kind><name>`:
+ * the prefix, a line feed, one letter for what the key holds, and the job's (or owner's) name with `%`, line feed,
+ * `{` and `}` percent-encoded. A `keyPrefix` never has a line feed (the option refuses one), so the first line feed
+ * of a key ends its prefix, the letter after it says the kind, and the rest decodes to one name: two different
+ * (keyPrefix, kind, name) never make one key, even where one prefix starts with another (`p:` and `p:x:`), and a
+ * job named like a key of the store's own is an ordinary job. No brace comes after the prefix, so a hash tag in the
+ * prefix (`{periodic}:`) puts every key of a coordinator in one slot of a Redis Cluster, and a name cannot move its
+ * key to another.
  */
 
 /** What a key holds: the letter that says it, after the prefix's line feed. */
@@ -15,7 +16,7 @@ export const KEY_KINDS = {
   fleet: 'h',
   /** The lease of a job: its owner, expiring after `leaseMs`. */
   lease: 'l',
-  /** The history of a job, a list (RECORD). */
+  /** The history of a job, a list (lua/include/record.lua). */
   runs: 'r',
   /** The tails of the histories of the jobs an owner holds, a hash (RunTail). */
   tails: 't',
@@ -41,16 +42,3 @@ export function keyName(name: string): string {
 export function keyOf(keyPrefix: string, kind: KeyKind, name = ''): string {
   return `${keyPrefix}${KEY_SEPARATOR}${KEY_KINDS[kind]}${keyName(name)}`;
 }
-
-/**
- * The same in Lua, for the scripts that find keys from names they read: KEY_OF(fleet, kind, name) is the key of
- * `kind` (a letter of KEY_KINDS) for `name`, beside `fleet`, the fleet's hash (KEYS[1], with the client's own
- * prefix if it has one).
- */
-export const LUA_KEY_OF = `local function keyOf(fleet, kind, name)
-  local encoded = string.gsub(name, '[%%\\n{}]', function(character)
-    return string.format('%%%02X', string.byte(character))
-  end)
-  return string.sub(fleet, 1, -2) .. kind .. encoded
-end
-`;
