@@ -3,7 +3,15 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-sample/', 'coverage/', 'node_modules/'] },
+  {
+    ignores: [
+      'dist/',
+      'dist-sample/',
+      'coverage/',
+      'node_modules/',
+      'lib/coordinators/redis/lua.generated.ts',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

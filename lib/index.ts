@@ -31,7 +31,11 @@ export type { PeriodicAuditEntry, PeriodicOperationOptions } from './scheduler/o
 export type { PeriodicHistoryOptions, PeriodicRunRecord } from './scheduler/history.js';
 export type { PeriodicFleetStatus } from './scheduler/fleet-status.js';
 export { InMemoryCoordinator, type InMemoryCoordinatorOptions } from './coordinators/in-memory.js';
-export { type RedisClient, RedisCoordinator, type RedisCoordinatorOptions } from './coordinators/redis.js';
+export {
+  type RedisClient,
+  RedisCoordinator,
+  type RedisCoordinatorOptions,
+} from './coordinators/redis/coordinator.js';
 export {
   PostgresCoordinator,
   type PostgresCoordinatorOptions,

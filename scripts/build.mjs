@@ -1,6 +1,8 @@
 // Builds the package twice from lib/: ES modules in dist/esm for `import`, CommonJS in dist/cjs for `require`
 // (see "exports" in package.json). Each folder gets a package.json that tells Node which of the two its .js
-// files are, since the package's own package.json names neither.
+// files are, since the package's own package.json names neither. The Lua scripts of the Redis coordinator are
+// made into a module of lib/ first (lua.mjs).
+import './lua.mjs';
 import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -12,7 +12,7 @@ import {
   RedisCoordinator,
   type RedisCoordinatorOptions,
 } from '../../lib/index.js';
-import { type KeyKind, keyOf } from '../../lib/coordinators/redis-keys.js';
+import { type KeyKind, keyOf } from '../../lib/coordinators/redis/keys.js';
 import { coordinatorContract } from '../coordinators/contract.js';
 import { useApps } from '../nest/helpers.js';
 import { describeWithRedis, dropKeys, redisClient, uniquePrefix } from './redis.js';

@@ -1,5 +1,7 @@
 // Redis keys are one-to-one in (keyPrefix, name): no two prefixes, and no job named like one of the store's own
 // keys, ever share a key (docs/replicas.md, "Keys in Redis").
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
@@ -8,13 +10,7 @@ import {
   type PeriodicRunEntry,
   RedisCoordinator,
 } from '../../lib/index.js';
-import {
-  KEY_KINDS,
-  KEY_SEPARATOR,
-  type KeyKind,
-  keyOf,
-  LUA_KEY_OF,
-} from '../../lib/coordinators/redis-keys.js';
+import { KEY_KINDS, KEY_SEPARATOR, type KeyKind, keyOf } from '../../lib/coordinators/redis/keys.js';
 import { useApps } from '../nest/helpers.js';
 import { describeWithRedis, dropKeys, redisClient, uniquePrefix } from './redis.js';
 
@@ -96,7 +92,9 @@ describeRedis('keys on a real Redis', () => {
   });
 
   it("the scripts' Lua makes the same keys as the TypeScript", async () => {
-    const script = `${LUA_KEY_OF}\nreturn keyOf(KEYS[1], ARGV[1], ARGV[2])`;
+    const lua = join(import.meta.dirname, '..', '..', 'lib', 'coordinators', 'redis', 'lua');
+    const keyOfLua = readFileSync(join(lua, 'include', 'key-of.lua'), 'utf8');
+    const script = `${keyOfLua}\nreturn keyOf(KEYS[1], ARGV[1], ARGV[2])`;
     await fc.assert(
       fc.asyncProperty(prefixes, kinds, names, async (prefix, kind, name) => {
         const fleet = keyOf(prefix, 'fleet');

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
-import { keyOf } from '../../lib/coordinators/redis-keys.js';
+import { keyOf } from '../../lib/coordinators/redis/keys.js';
 import { type Child, compileApp, startNode } from '../nest/child-app.js';
 import {
   DATABASE_URL,

@@ -1,7 +1,7 @@
-import { describeValue } from '../scheduler/errors.js';
-import { outcomeOf } from '../scheduler/history.js';
-import type { PeriodicRunEntry } from '../scheduler/coordinator-port.js';
-import { runOf } from './replies.js';
+import { describeValue } from '../../scheduler/errors.js';
+import { outcomeOf } from '../../scheduler/history.js';
+import type { PeriodicRunEntry } from '../../scheduler/coordinator-port.js';
+import { runOf } from '../replies.js';
 
 /** How many ended runs a tail holds before they go to a segment of their own. */
 export const SEGMENT = 8;
@@ -11,7 +11,7 @@ export const SEGMENT = 8;
  * `<keyPrefix>\nt<owner>`, which only that owner writes (others only delete from it, as they take its jobs):
  * the tail of the job's history, the field `t:<name>`; and once the tail holds SEGMENT ended runs, they go to a
  * segment, in a ring of `slots` fields `s<i>:<name>` written over the oldest, enough for the latest `keep` runs. A replica that takes the lease moves the tail and
- * the segments of the holder before to the end of the job's list (HAND_OVER), and a reader takes the latest
+ * the segments of the holder before to the end of the job's list (lua/include/hand-over.lua), and a reader takes the latest
  * holder's with the list.
  *
  * A tail is `<okAt> <failures> <segments> <slots>`, a line of what its runs share, then a run per line: `okAt` is
@@ -153,7 +153,7 @@ export function historyOf(
   value: string,
   name: string,
 ): { runs: PeriodicRunEntry[]; okAt: number; failures: number } {
-  // An element of a list, of a run on its own, as RECORD appends it.
+  // An element of a list, of a run on its own, as lua/include/record.lua appends it.
   if (value.startsWith('[') || value.startsWith('{')) {
     return { runs: readable([value], (line) => runOf(line, name)), okAt: 0, failures: 0 };
   }
