@@ -7,7 +7,7 @@ import { runOf } from '../replies.js';
 export const SEGMENT = 8;
 
 /**
- * The latest runs of a job on Redis, as the replica that holds its lease records them (SPEC 18), in the hash
+ * The latest runs of a job on Redis, as the replica that holds its lease records them, in the hash
  * `<keyPrefix>\nt<owner>`, which only that owner writes (others only delete from it, as they take its jobs):
  * the tail of the job's history, the field `t:<name>`; and once the tail holds SEGMENT ended runs, they go to a
  * segment, in a ring of `slots` fields `s<i>:<name>` written over the oldest, enough for the latest `keep` runs. A replica that takes the lease moves the tail and
@@ -146,8 +146,8 @@ function expand(values: unknown[], shared: Shared, name: string): PeriodicRunEnt
 
 /**
  * The runs of job `name` that a tail, a segment or an element of its list holds, and for a tail, the success and
- * failures of its holding; nothing for none (''). Read leniently (SPEC 17): what is not a run, a value or a line
- * of one that another version may write, is skipped.
+ * failures of its holding; nothing for none (''). Read leniently, as another version of the package may write
+ * during a rolling deploy: what is not a run, a value or a line of one is skipped.
  */
 export function historyOf(
   value: string,
