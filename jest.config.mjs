@@ -2,6 +2,9 @@
 // only, and on Node 20 Jest's CommonJS loader cannot require them.
 export default {
   testEnvironment: 'node',
+  // A test on fake timers that computes a few thousand ticks takes well under a second, and much longer on a
+  // machine whose cores are all busy: the margin is wide, and a test that waits for events ends with them.
+  testTimeout: 30_000,
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
   // The consumer fixtures run with their own Jest or Vitest: npm run test:consumers.

@@ -140,8 +140,8 @@ export function useReplicas(store: Store) {
       return new Promise((resolve, reject) => {
         const giveUp = setTimeout(() => {
           clearInterval(poll);
-          reject(new Error(`no replica acquired the lease within 10 s: ${[...replicas.keys()].join(', ')}`));
-        }, 10_000);
+          reject(new Error(`no replica acquired the lease within 30 s: ${[...replicas.keys()].join(', ')}`));
+        }, 30_000);
         const poll = setInterval(() => {
           for (const [name, child] of replicas) {
             if (child.lines.slice(seen.get(name)).some((line) => line.startsWith('acquired '))) {
