@@ -17,6 +17,7 @@ export default {
     '^nestjs-periodic$': '<rootDir>/lib/index.ts',
     '^nestjs-periodic/terminus$': '<rootDir>/lib/terminus/index.ts',
     '^nestjs-periodic/dashboard$': '<rootDir>/lib/dashboard/index.ts',
+    '^nestjs-periodic/testing$': '<rootDir>/lib/testing/index.ts',
   },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
 };

@@ -84,6 +84,7 @@ describe('the code blocks of the documentation', () => {
         'nestjs-periodic': [join(root, 'lib', 'index.ts')],
         'nestjs-periodic/terminus': [join(root, 'lib', 'terminus', 'index.ts')],
         'nestjs-periodic/dashboard': [join(root, 'lib', 'dashboard', 'index.ts')],
+        'nestjs-periodic/testing': [join(root, 'lib', 'testing', 'index.ts')],
       },
     });
     const errors = ts.getPreEmitDiagnostics(program).map((diagnostic) => {

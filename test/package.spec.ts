@@ -97,11 +97,13 @@ describe('the tarball', () => {
       '@nestjs/terminus',
       '@opentelemetry/api',
       'croner',
+      'node:assert/strict',
       'node:async_hooks',
       'node:crypto',
       'node:diagnostics_channel',
       'node:os',
       'node:timers',
+      'node:timers/promises',
       'node:util',
     ]);
     // The root entry never loads them: terminus only from its subpath; OpenTelemetry by a dynamic import, only
@@ -120,6 +122,7 @@ describe('the tarball', () => {
   it.each([
     ['terminus', ['PeriodicHealthIndicator']],
     ['dashboard', ['PeriodicDashboardModule']],
+    ['testing', ['coordinatorContract']],
   ])(
     'gives nestjs-periodic/%s to import and to require; the root loads neither it nor what it needs',
     (subpath, exported) => {
@@ -176,14 +179,14 @@ describe('the tarball', () => {
     writeFileSync(
       join(workspace, 'esm.mts'),
       `import * as periodic from '${manifest.name}';\nimport * as terminus from '${manifest.name}/terminus';\n` +
-        `import * as dashboard from '${manifest.name}/dashboard';\n` +
-        'export const surface = { periodic, terminus, dashboard };\n',
+        `import * as dashboard from '${manifest.name}/dashboard';\nimport * as testing from '${manifest.name}/testing';\n` +
+        'export const surface = { periodic, terminus, dashboard, testing };\n',
     );
     writeFileSync(
       join(workspace, 'cjs.cts'),
       `import periodic = require('${manifest.name}');\nimport terminus = require('${manifest.name}/terminus');\n` +
-        `import dashboard = require('${manifest.name}/dashboard');\n` +
-        'export const surface = { periodic, terminus, dashboard };\n',
+        `import dashboard = require('${manifest.name}/dashboard');\nimport testing = require('${manifest.name}/testing');\n` +
+        'export const surface = { periodic, terminus, dashboard, testing };\n',
     );
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     const args = [
@@ -216,10 +219,12 @@ describe('the tarball', () => {
     expect(terminus['node16-cjs'].resolution.fileName).toMatch(/\/dist\/cjs\/terminus\/index\.d\.ts$/);
     // TypeScript's old resolution (CommonJS applications on `moduleResolution: node`) reads typesVersions.
     expect(terminus.node10.resolution.fileName).toMatch(/\/dist\/cjs\/terminus\/index\.d\.ts$/);
-    const dashboard = report.analysis.entrypoints['./dashboard'].resolutions;
-    expect(dashboard['node16-esm'].resolution.fileName).toMatch(/\/dist\/esm\/dashboard\/index\.d\.ts$/);
-    expect(dashboard['node16-cjs'].resolution.fileName).toMatch(/\/dist\/cjs\/dashboard\/index\.d\.ts$/);
-    expect(dashboard.node10.resolution.fileName).toMatch(/\/dist\/cjs\/dashboard\/index\.d\.ts$/);
+    for (const subpath of ['dashboard', 'testing']) {
+      const found = report.analysis.entrypoints[`./${subpath}`].resolutions;
+      expect(found['node16-esm'].resolution.fileName).toMatch(`/dist/esm/${subpath}/index.d.ts`);
+      expect(found['node16-cjs'].resolution.fileName).toMatch(`/dist/cjs/${subpath}/index.d.ts`);
+      expect(found.node10.resolution.fileName).toMatch(`/dist/cjs/${subpath}/index.d.ts`);
+    }
   });
 });
 

@@ -169,7 +169,7 @@ export type PeriodicScheduleWritten = boolean | 'paused';
  * A store that the replicas of an application share, holding the leases of its `exclusive` jobs (one lease per
  * job name, held by one owner at a time) and each job's schedule. Each method is one atomic step in the store.
  * The package ships `InMemoryCoordinator`, `RedisCoordinator` and `PostgresCoordinator`; an application may write
- * its own (docs/replicas.md shows one), and check it with the contract in `test/coordinators/contract.ts`.
+ * its own (docs/replicas.md shows one), and check it with the contract of `nestjs-periodic/testing`.
  *
  * The steps for one job are required (`PeriodicLeaseSteps`). Each further ability is a capability, a set of
  * steps a coordinator has whole or not at all: the fleet's batched steps (`PeriodicFleetSteps`), which keep a

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { InMemoryCoordinator, Periodic, PeriodicModule } from '../../lib/index.js';
 import { useApps } from '../nest/helpers.js';
-import { coordinatorContract } from './contract.js';
+import { coordinatorContract } from '../../lib/testing/index.js';
 
 describe('InMemoryCoordinator keeps the coordinator contract', () => {
   let coordinator: InMemoryCoordinator | undefined;

@@ -4,7 +4,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { Injectable } from '@nestjs/common';
 import { Periodic, type PeriodicContext, PeriodicModule, PostgresCoordinator } from '../../lib/index.js';
-import { coordinatorContract } from '../coordinators/contract.js';
+import { coordinatorContract } from '../../lib/testing/index.js';
 import { useApps } from '../nest/helpers.js';
 import { describeWithPostgres, usePostgres } from './postgres.js';
 

@@ -13,7 +13,7 @@ import {
   type RedisCoordinatorOptions,
 } from '../../lib/index.js';
 import { type KeyKind, keyOf } from '../../lib/coordinators/redis/keys.js';
-import { coordinatorContract } from '../coordinators/contract.js';
+import { coordinatorContract } from '../../lib/testing/index.js';
 import { useApps } from '../nest/helpers.js';
 import { describeWithRedis, dropKeys, redisClient, uniquePrefix } from './redis.js';
 

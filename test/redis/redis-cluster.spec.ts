@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster } from 'ioredis';
 import { RedisCoordinator } from '../../lib/index.js';
-import { coordinatorContract } from '../coordinators/contract.js';
+import { coordinatorContract } from '../../lib/testing/index.js';
 import { freePort } from '../nest/child-app.js';
 import { describeWithRedisServer, startRedis } from './redis.js';
 

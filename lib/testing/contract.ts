@@ -1,13 +1,13 @@
 // The contract every PeriodicCoordinator keeps, as checks that any test runner can run: each entry is a
 // name and an async function that throws (node:assert) when the coordinator breaks the rule. The package's
-// own coordinators run them in test/coordinators, test/redis and test/postgres; a custom coordinator can run
-// them the same way:
+// own coordinators run them in test/coordinators, test/redis and test/postgres; a custom coordinator runs them
+// from the `nestjs-periodic/testing` subpath the same way:
 //
+//   import { coordinatorContract } from 'nestjs-periodic/testing';
 //   for (const [rule, check] of coordinatorContract(subject)) it(rule, check);
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PeriodicCoordinator } from '../../lib/index.js';
-import type { PeriodicRunEntry } from '../../lib/scheduler/coordinator-port.js';
+import type { PeriodicCoordinator, PeriodicRunEntry } from '../scheduler/coordinator-port.js';
 
 /** What the contract needs of a store. */
 export interface ContractSubject {
