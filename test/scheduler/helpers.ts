@@ -3,7 +3,8 @@ import { type PeriodicCoordinator } from '../../lib/scheduler/coordinator-port.j
 import { StoreLog } from '../../lib/scheduler/store-log.js';
 import type { HistorySettings } from '../../lib/scheduler/history.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { Replica, spreadOver } from '../../lib/scheduler/replica.js';
+import { Replica } from '../../lib/scheduler/replica.js';
+import { spreadOver } from '../../lib/scheduler/spread.js';
 import type { PeriodicEvent, PeriodicEventType } from '../../lib/scheduler/events.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';

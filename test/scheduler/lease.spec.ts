@@ -17,7 +17,8 @@ import { now } from '../../lib/scheduler/deadline-timer.js';
 import { PeriodicAbortError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { CLAIM_AHEAD_MS, Lease, Replica, spreadOver } from '../../lib/scheduler/replica.js';
+import { CLAIM_AHEAD_MS, Lease, Replica } from '../../lib/scheduler/replica.js';
+import { spreadOver } from '../../lib/scheduler/spread.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { deferred, EventLog, flush, honouringRun, useFakeTimers } from './helpers.js';
 

@@ -7,7 +7,8 @@ import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { StoreLog } from '../../lib/scheduler/store-log.js';
-import { Replica, spreadOver } from '../../lib/scheduler/replica.js';
+import { Replica } from '../../lib/scheduler/replica.js';
+import { spreadOver } from '../../lib/scheduler/spread.js';
 import { advance, EventLog, flush, startScheduler, useFakeTimers } from './helpers.js';
 
 useFakeTimers();
