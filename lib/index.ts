@@ -40,7 +40,7 @@ export {
   PostgresCoordinator,
   type PostgresCoordinatorOptions,
   type PostgresQueryable,
-} from './coordinators/postgres.js';
+} from './coordinators/postgres/coordinator.js';
 export type {
   DelayMode,
   Delivery,

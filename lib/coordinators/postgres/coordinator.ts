@@ -14,10 +14,11 @@ import type {
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerState,
-} from '../scheduler/coordinator-port.js';
-import { describeValue, messageOf } from '../scheduler/errors.js';
-import { outcomeOf } from '../scheduler/history.js';
-import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
+} from '../../scheduler/coordinator-port.js';
+import { describeValue, messageOf } from '../../scheduler/errors.js';
+import { outcomeOf } from '../../scheduler/history.js';
+import { checkedOptions, type OptionRule } from '../../scheduler/rules.js';
+import { schemaOf } from './schema.js';
 import {
   integerReply,
   LEASE_MS,
@@ -26,7 +27,7 @@ import {
   runOf,
   triggerAnswerOf,
   triggerOf,
-} from './replies.js';
+} from '../replies.js';
 
 /** What the coordinator needs of its connection: a `pg` Pool or Client has it. */
 export interface PostgresQueryable {
@@ -683,52 +684,15 @@ export class PostgresCoordinator implements PeriodicCoordinator {
    * that start together may race, and the loser tries again.
    */
   async #create(): Promise<void> {
-    const statements = [
-      `CREATE TABLE IF NOT EXISTS ${this.table} (
-        name text PRIMARY KEY,
-        owner text,
-        expires_at timestamptz NOT NULL,
-        fencing_token bigint NOT NULL,
-        grid text,
-        last_slot bigint NOT NULL DEFAULT 0,
-        next_slot bigint NOT NULL DEFAULT 0
-      )`,
-      `ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS paused text`,
-      `CREATE TABLE IF NOT EXISTS ${this.#members} (
-        owner text PRIMARY KEY,
-        replica text NOT NULL,
-        jobs text NOT NULL,
-        expires_at timestamptz NOT NULL
-      )`,
-      `CREATE TABLE IF NOT EXISTS ${this.#audit} (
-        name text NOT NULL,
-        id bigserial NOT NULL,
-        record text NOT NULL,
-        PRIMARY KEY (name, id)
-      )`,
-      `CREATE TABLE IF NOT EXISTS ${this.#runs} (
-        name text NOT NULL,
-        id text NOT NULL,
-        seq bigint NOT NULL,
-        started_at bigint NOT NULL,
-        record text NOT NULL,
-        PRIMARY KEY (name, id)
-      )`,
-      `CREATE INDEX IF NOT EXISTS "${this.#tableName}_runs_seq" ON ${this.#runs} (name, seq)`,
-      `CREATE TABLE IF NOT EXISTS ${this.#triggers} (
-        id text PRIMARY KEY,
-        name text NOT NULL,
-        request text NOT NULL,
-        taken boolean NOT NULL DEFAULT false,
-        answer text
-      )`,
-      `CREATE TABLE IF NOT EXISTS ${this.#summary} (
-        name text PRIMARY KEY,
-        seq bigint NOT NULL DEFAULT 0,
-        last_success bigint,
-        failures integer NOT NULL DEFAULT 0
-      )`,
-    ];
+    const statements = schemaOf({
+      table: this.table,
+      members: this.#members,
+      audit: this.#audit,
+      runs: this.#runs,
+      runsIndex: `"${this.#tableName}_runs_seq"`,
+      triggers: this.#triggers,
+      summary: this.#summary,
+    });
     try {
       for (const statement of statements) {
         await this.#pool.query(statement).catch(() => this.#pool.query(statement));
