@@ -66,7 +66,28 @@ describe('the modules of lib/', () => {
     const importers = [...imports()]
       .filter(([, imported]) => imported.some((target) => target.startsWith('@nestjs/')))
       .map(([file]) => file.split('/')[0]);
-    expect(new Set(importers)).toEqual(new Set(['nest', 'terminus', 'telemetry', 'dashboard']));
+    expect(new Set(importers)).toEqual(new Set(['nest', 'terminus', 'dashboard']));
+  });
+
+  it("lib/'s folders import no folder that imports them back", () => {
+    const folderOf = (file: string) => (file.includes('/') ? file.split('/')[0] : '.');
+    const folders = new Map<string, Set<string>>();
+    for (const [file, imported] of imports()) {
+      const from = folderOf(file);
+      for (const target of imported.filter((name) => name.endsWith('.ts'))) {
+        const to = folderOf(target);
+        if (to !== from) (folders.get(from) ?? folders.set(from, new Set()).get(from)!).add(to);
+      }
+    }
+    const loops: string[] = [];
+    const visit = (folder: string, path: string[]): void => {
+      const at = path.indexOf(folder);
+      if (at >= 0) return void loops.push([...path.slice(at), folder].join(' -> '));
+      for (const next of folders.get(folder) ?? []) visit(next, [...path, folder]);
+    };
+    for (const folder of folders.keys()) visit(folder, []);
+    expect(folders.size).toBeGreaterThan(3);
+    expect(loops).toEqual([]);
   });
 });
 

@@ -73,7 +73,7 @@ describe('the tarball', () => {
           const target = posix.join(posix.dirname(file), specifier);
           const resolved = file.endsWith('.d.ts') ? target.replace(/\.js$/, '.d.ts') : target;
           if (!files.includes(resolved)) wrong.push(`${file}: "${specifier}" is not in the tarball`);
-          if (resolved.endsWith('telemetry/open-telemetry.d.ts')) namingTelemetry.push(file);
+          if (resolved.endsWith('nest/open-telemetry.d.ts')) namingTelemetry.push(file);
           continue;
         }
         outside.add(specifier);
@@ -112,7 +112,7 @@ describe('the tarball', () => {
       Object.fromEntries([...optional].map(([name, importers]) => [name, [...importers].sort()])),
     ).toEqual({
       '@nestjs/terminus': ['terminus/index.d.ts', 'terminus/index.js'],
-      '@opentelemetry/api': ['telemetry/open-telemetry.d.ts', 'telemetry/open-telemetry.js'],
+      '@opentelemetry/api': ['nest/open-telemetry.d.ts', 'nest/open-telemetry.js'],
     });
     // No other declaration leads to it: an application that compiles without skipLibCheck and without
     // @opentelemetry/api installed still type-checks.

@@ -2,7 +2,7 @@
 // name @opentelemetry/api, an optional peer that an application without telemetry does not install.
 import { Injectable } from '@nestjs/common';
 import type { PeriodicSchedulerOptions } from '../scheduler/options.js';
-import { openTelemetry, type RunTelemetry } from '../telemetry/open-telemetry.js';
+import { openTelemetry, type RunTelemetry } from './open-telemetry.js';
 import { PeriodicEvents } from './events.js';
 import { ModuleSettings } from './options.js';
 

@@ -17,7 +17,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { InMemoryCoordinator, PeriodicConfigError, PeriodicEvents, PeriodicModule } from '../../lib/index.js';
-import { openTelemetry } from '../../lib/telemetry/open-telemetry.js';
+import { openTelemetry } from '../../lib/nest/open-telemetry.js';
 import { honouringRun, stuckRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
 

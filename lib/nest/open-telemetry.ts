@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import type { Attributes, Context, Link, Span, SpanContext } from '@opentelemetry/api';
-import { LOGGER_CONTEXT } from '../nest/constants.js';
-import { PeriodicEvents } from '../nest/events.js';
-import { logError } from '../nest/logger.js';
+import { LOGGER_CONTEXT } from './constants.js';
+import { PeriodicEvents } from './events.js';
+import { logError } from './logger.js';
 import { isError, PeriodicConfigError } from '../scheduler/errors.js';
 import { FAILED_RUNS, type JobExitReason } from '../scheduler/events.js';
 import type { PeriodicContext } from '../scheduler/run.js';
