@@ -1,7 +1,7 @@
 // When a job is up and when it is down, as the terminus health indicator and the dashboard both say it: one rule,
 // without @nestjs/terminus, so that the dashboard does not load it.
 import type { PeriodicRegistry } from './registry.js';
-import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
+import { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
 import type { PeriodicFleetRead } from '../scheduler/coordinator-port.js';
 import { now } from '../scheduler/deadline-timer.js';
@@ -38,16 +38,13 @@ export class JobHealth {
     }
     this.#reading = true;
     const asked = { at: now(), wall: Date.now() };
-    replica.calls
-      .readFleet(schedulers.map((scheduler) => scheduler.name))
-      .then(
-        (reads) => {
-          this.#fleet = new Map(reads.map((read) => [read.name, read]));
-          [this.#readAt, this.#readWall] = [asked.at, asked.wall];
-        },
-        // Reported by the replica's log; the store's reachability says it.
-        () => undefined,
-      )
+    void PeriodicScheduler.readFleet(schedulers)
+      .then((reads) => {
+        // A read the store did not answer is reported by the replica's log; the store's reachability says it.
+        if (reads === undefined) return;
+        this.#fleet = reads;
+        [this.#readAt, this.#readWall] = [asked.at, asked.wall];
+      })
       .finally(() => (this.#reading = false));
   }
 

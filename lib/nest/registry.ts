@@ -207,17 +207,8 @@ export class PeriodicRegistry {
   }
 
   /** The fleet status of every job, in the order they were registered: one read of the store for them all. */
-  async fleetStatusAll(): Promise<PeriodicFleetStatus[]> {
-    const schedulers = this.getAll();
-    const fleet = this.fleetJobs();
-    const replica = fleet[0]?.fleetReplica;
-    void replica?.flushRuns();
-    const reads =
-      replica === undefined
-        ? undefined
-        : await replica.calls.readFleet(fleet.map((scheduler) => scheduler.name)).catch(() => undefined);
-    const read = new Map(reads?.map((one) => [one.name, one]));
-    return schedulers.map((scheduler) => scheduler.fleetStatusFrom(read.get(scheduler.name)));
+  fleetStatusAll(): Promise<PeriodicFleetStatus[]> {
+    return PeriodicScheduler.fleetStatusAll(this.getAll());
   }
 
   /** What the job is doing, and what it did last. */

@@ -1313,6 +1313,31 @@ export class PeriodicScheduler {
     return this.fleetStatusFrom(read?.[0]);
   }
 
+  /**
+   * @internal What the fleet's store knows of the jobs of `schedulers` that have one, in one read for them all (all
+   * the exclusive jobs of an application share their replica), by name; undefined when none has, or the store did
+   * not answer within `leaseMs / 3`. With `flush`, this replica's records are sent first.
+   */
+  static async readFleet(
+    schedulers: readonly PeriodicScheduler[],
+    { flush = false } = {},
+  ): Promise<Map<string, PeriodicFleetRead> | undefined> {
+    const fleet = schedulers.filter((scheduler) => scheduler.fleetReplica !== undefined);
+    const replica = fleet[0]?.fleetReplica;
+    if (replica === undefined) return undefined;
+    if (flush) void replica.flushRuns();
+    const reads = await replica.calls
+      .readFleet(fleet.map((scheduler) => scheduler.name))
+      .catch(() => undefined);
+    return reads && new Map(reads.map((read) => [read.name, read]));
+  }
+
+  /** @internal The fleet status of each of `schedulers`, in order: one read of the store for them all. */
+  static async fleetStatusAll(schedulers: readonly PeriodicScheduler[]): Promise<PeriodicFleetStatus[]> {
+    const read = await PeriodicScheduler.readFleet(schedulers, { flush: true });
+    return schedulers.map((scheduler) => scheduler.fleetStatusFrom(read?.get(scheduler.name)));
+  }
+
   /** @internal The fleet status from what the store answered of the job, or undefined if it did not. */
   fleetStatusFrom(read: PeriodicFleetRead | undefined): PeriodicFleetStatus {
     return fleetStatusOf(this.#localView(), read, this.storeLog);
