@@ -16,7 +16,7 @@ export interface PeriodicDashboardJob {
   schedule: { text: string; next: Date[]; timezone: string | null };
   /** The job's `status()` in this process; a run's error as the history keeps it (`history.errors`). */
   status: PeriodicJobStatus;
-  /** An exclusive job's `fleetStatus()`; null for the others. */
+  /** An exclusive job's `fleetStatus()`, when its coordinator keeps the fleet's history; null otherwise. */
   fleetStatus: PeriodicFleetStatus | null;
   /** Who paused the job and why (for an exclusive job, the fleet's pause). */
   paused: PeriodicFleetStatus['paused'];
@@ -71,13 +71,14 @@ function jobOf(
           ...status,
           lastFinished: { ...lastFinished, error: errorOf(lastFinished.error, scheduler.errorsShown) },
         };
-  const exclusive = scheduler.fleetReplica !== undefined;
+  // What the store tells of the job, for an exclusive job whose coordinator keeps the fleet's history.
+  const told = scheduler.fleetReplica !== undefined;
   return {
     name: status.name,
-    exclusive,
+    exclusive: scheduler.options.exclusive,
     schedule: scheduleOf(scheduler.options),
     status: shown,
-    fleetStatus: exclusive ? fleet : null,
+    fleetStatus: told ? fleet : null,
     paused: fleet.paused,
     lastRun: fleet.lastRun,
     health: reason === undefined ? { status: 'up' } : { status: 'down', reason },

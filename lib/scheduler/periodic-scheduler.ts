@@ -297,7 +297,7 @@ export class PeriodicScheduler {
     this.#errors = errors;
   }
 
-  /** The job's name. */
+  /** The job's name: unique in its registry, the key of its lease and records in a coordinator's store. */
   get name(): string {
     return this.options.name;
   }
@@ -361,7 +361,7 @@ export class PeriodicScheduler {
     const { jitter } = this.options;
     // A replica without the lease has nothing to delay.
     if (jitter === 0 || this.#fleet?.lease.held === false) {
-      void this.#handle(tick);
+      void this.#takeTick(tick);
       return;
     }
     const waiting = this.#waits();
@@ -377,7 +377,7 @@ export class PeriodicScheduler {
     const tick = waiting.jittered!;
     waiting.jittered = undefined;
     waiting.jitter!.cancel();
-    void this.#handle(tick);
+    void this.#takeTick(tick);
   }
 
   /**
@@ -385,7 +385,7 @@ export class PeriodicScheduler {
    * unless the slot is claimed or the guard returns a promise. A triggered tick claims no slot: the grid does
    * not move.
    */
-  #handle(tick: Run): Run | undefined | Promise<Run | undefined> {
+  #takeTick(tick: Run): Run | undefined | Promise<Run | undefined> {
     if (this.#phase !== 'ticking') return undefined;
     const fleet = this.#fleet;
     // Without the lease, or paused, a tick starts nothing: no guard, no event.
@@ -1001,7 +1001,7 @@ export class PeriodicScheduler {
     const result = carrier === undefined ? await this.#trigger() : await this.#triggerHolder(carrier, asked);
     // Recorded once the run has started, beside it: the audit trail never holds a run up, and a trigger that
     // started nothing is not an operation the job underwent.
-    if (result.ok) void this.#keep(asked).catch(() => undefined);
+    if (result.ok) void this.#recordOperation(asked).catch(() => undefined);
     return result;
   }
 
@@ -1100,7 +1100,7 @@ export class PeriodicScheduler {
     }
     const run = await (this.options.mode === 'manual'
       ? this.#manualTick(undefined)
-      : this.#handle(new Run(this, now(), Date.now(), 'trigger')));
+      : this.#takeTick(new Run(this, now(), Date.now(), 'trigger')));
     return run === undefined ? { ok: false, error: 'jobNotStarted' } : { ok: true, jobId: run.jobId };
   }
 
@@ -1127,13 +1127,13 @@ export class PeriodicScheduler {
     if (this.#store === undefined) {
       this.#paused = true;
       this.#cancelRetries();
-      return this.#keep(asked);
+      return this.#recordOperation(asked);
     }
     const before = this.#fleetPaused;
     this.#fleetPaused = true;
     this.#asking = 'pause';
     try {
-      await this.#keep(asked);
+      await this.#recordOperation(asked);
       this.#operatedAt = now();
       this.#fleet?.operated();
       this.#cancelRetries();
@@ -1157,10 +1157,10 @@ export class PeriodicScheduler {
       const paused = this.#paused;
       this.#paused = false;
       this.#resumed(paused);
-      return this.#keep(asked);
+      return this.#recordOperation(asked);
     }
     this.#asking = 'resume';
-    await this.#keep(asked).finally(() => (this.#asking = undefined));
+    await this.#recordOperation(asked).finally(() => (this.#asking = undefined));
     this.#operatedAt = now();
     this.#fleet?.operated();
     const paused = this.#fleetPaused;
@@ -1227,7 +1227,7 @@ export class PeriodicScheduler {
    * Records an operation in the audit trail (the store's, for the fleet: rejects when it is not written), and
    * emits it as `operated`.
    */
-  async #keep(asked: PeriodicOperation): Promise<void> {
+  async #recordOperation(asked: PeriodicOperation): Promise<void> {
     const store = this.#store;
     if (store !== undefined) {
       await store
@@ -1444,7 +1444,7 @@ export class PeriodicScheduler {
   async #manualTick(waiter: Run['waiter']): Promise<Run | undefined> {
     if (this.#calendar !== undefined) this.#armSlot(this.#calendar.next(Date.now()));
     else if (this.options.delayMode === 'regular') this.#reportNext(this.options.every);
-    return this.#handle(new Run(this, now(), Date.now(), 'manual', waiter));
+    return this.#takeTick(new Run(this, now(), Date.now(), 'manual', waiter));
   }
 
   /**

@@ -6,7 +6,7 @@ import { FAILED_RUNS, type JobExitReason } from './events.js';
 
 /** What a run of a job receives. */
 export interface PeriodicContext {
-  /** The job's name. */
+  /** The name of the job this run is of, as `@Periodic({ name })` or the registry gave it. */
   readonly name: string;
   /** 1, 2, 3 … per job, in start order. */
   readonly jobId: number;

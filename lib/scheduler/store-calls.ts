@@ -309,7 +309,9 @@ export class StoreCalls {
 }
 
 /** A command to the store that has not answered in time: it may still be carried out when the store answers. */
-export class NoAnswer extends Error {}
+export class NoAnswer extends Error {
+  override readonly name = 'NoAnswer';
+}
 
 /** What a heartbeat answers, with the failures of the steps for one job it was made of. */
 export interface HeartbeatAnswer extends PeriodicHeartbeatReply {
