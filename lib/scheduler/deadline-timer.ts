@@ -358,3 +358,8 @@ let shared: SharedTimer | undefined;
 export function armedDeadlines(): number {
   return shared?.size ?? 0;
 }
+
+/** A wait on the package's timers (a test's fake timers move it). */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => new DeadlineTimer({ onDeadline: () => resolve() }).armAt(now() + ms));
+}

@@ -3,7 +3,6 @@
 // the guard and the overlap policy decide, and a run starts; its end comes back (runEnded). What the scheduler
 // asks of others (the deadline timer, a run, the schedule's arithmetic, the lease and the fleet's slots) reports
 // back and keeps no state about the tick.
-import { randomUUID } from 'node:crypto';
 import {
   type PeriodicCoordinator,
   type PeriodicFleetRead,
@@ -20,6 +19,7 @@ import {
   DeadlineTimer,
   isArmed,
   now,
+  sleep,
   type TimerEntry,
   type TimerList,
   underFakeTimers,
@@ -74,6 +74,7 @@ import { checkedOptions } from './rules.js';
 import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
 import { type Calendar, latestSlot } from './schedule.js';
 import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
+import { answerAsker, askHolder } from './trigger-relay.js';
 
 /**
  * A cron job waiting for a slot looks at the wall clock at least this often (ms), so that it notices a clock set
@@ -82,17 +83,6 @@ import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
  * sets is noticed when it is set.
  */
 const WALL_CHECK = 10_000;
-
-/** How often a replica that asked the holder for a trigger reads its answer, at most (ms). */
-const TRIGGER_POLL = 100;
-
-/** The answers of a holder to a trigger that a replica that asked passes on as they are. */
-const TRIGGER_ERRORS = new Set(['paused', 'jobNotStarted', 'notInManualMode', 'storeUnreachable']);
-
-/** A wait on the package's timers (a test's fake timers move it). */
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => new DeadlineTimer({ onDeadline: () => resolve() }).armAt(now() + ms));
-}
 
 /** What a run that did not end by itself ended with, if it ended at all: its slot is recovered (`atLeastOnce`). */
 const INTERRUPTED: ReadonlySet<JobExitReason> = new Set(['shutdown', 'killed', 'leaseLost']);
@@ -998,7 +988,8 @@ export class PeriodicScheduler {
   async trigger(options?: PeriodicOperationOptions): Promise<TickResult> {
     const asked = operation(this.name, 'trigger', options, this.#replica);
     const carrier = this.#carrier;
-    const result = carrier === undefined ? await this.#trigger() : await this.#triggerHolder(carrier, asked);
+    const result =
+      carrier === undefined ? await this.#trigger() : await askHolder(carrier, { ...asked, name: this.name });
     // Recorded once the run has started, beside it: the audit trail never holds a run up, and a trigger that
     // started nothing is not an operation the job underwent.
     if (result.ok) void this.#recordOperation(asked).catch(() => undefined);
@@ -1015,72 +1006,12 @@ export class PeriodicScheduler {
     return calls;
   }
 
-  /**
-   * A trigger carried to the holder through the store: it takes it with its next heartbeat, starts the run and
-   * answers. Resolves the holder's answer; `'storeUnreachable'` when the store has not answered for half of
-   * `leaseMs` (so that the answer comes within `leaseMs`); or `'noHolder'` when no replica took it within
-   * `leaseMs` (it is withdrawn then, and never runs), or took it and did not answer within `leaseMs` more.
-   */
-  async #triggerHolder(calls: StoreCalls, asked: PeriodicOperation): Promise<TickResult> {
-    const { leaseMs, marginMs, unansweredMs } = calls.timing;
-    const since = now();
-    const poll = Math.min(TRIGGER_POLL, marginMs);
-    let id = '';
-    let takenAt = Infinity;
-    let answeredAt = since;
-    // A request the store did not take (or did not answer) is withdrawn at once, in case it still lands.
-    let withdraw = false;
-    for (;;) {
-      if (id === '') {
-        id = randomUUID();
-        const request = { id, name: this.name, by: asked.by, replica: this.#replica, at: asked.at };
-        withdraw = await calls.requestTrigger(request).then(
-          () => false,
-          () => true,
-        );
-        if (!withdraw) answeredAt = now();
-      }
-      // A call begun before half of leaseMs without an answer ends, at the latest, a third of it later.
-      if (withdraw && now() - answeredAt >= unansweredMs) return { ok: false, error: 'storeUnreachable' };
-      await sleep(poll);
-      const waited = now() - since;
-      const state = await calls
-        .readTrigger(this.name, id, withdraw || waited >= leaseMs)
-        .catch(() => 'unknown' as const);
-      if (state === 'unknown') {
-        if (now() - answeredAt >= unansweredMs) return { ok: false, error: 'storeUnreachable' };
-        continue;
-      }
-      answeredAt = now();
-      if (state === 'withdrawn') return { ok: false, error: 'noHolder' };
-      if (state === 'taken') takenAt = Math.min(takenAt, now());
-      if (typeof state === 'object') {
-        if (state.ok) return { ok: true, jobId: state.jobId, replica: state.replica };
-        // A holder handing the lease over: asked again, of the next.
-        if (state.error === 'notLeaseHolder' && waited < leaseMs && !withdraw) {
-          id = '';
-          continue;
-        }
-        return { ok: false, error: TRIGGER_ERRORS.has(state.error) ? (state.error as 'paused') : 'noHolder' };
-      }
-      if (now() - takenAt >= leaseMs || waited >= 3 * leaseMs) return { ok: false, error: 'noHolder' };
-    }
-  }
-
   /** @internal A trigger asked of another replica, taken from the store: carried out here, and answered. */
   carry(request: PeriodicTriggerRequest): void {
     const calls = this.#fleet!.lease.replica.calls;
     const replica = this.#replica;
     void this.#trigger()
-      .then((result) =>
-        calls.answerTrigger(
-          this.name,
-          request.id,
-          result.ok
-            ? { ok: true, jobId: result.jobId, replica }
-            : { ok: false, error: result.error, replica },
-        ),
-      )
+      .then((result) => answerAsker(calls, request, replica, result))
       .catch(() => undefined);
   }
 
