@@ -108,7 +108,7 @@ export class StoreCalls {
         ? undefined
         : `writeSchedules() answered ${describeValue(reply)}, not true, false or 'paused' per write ` +
           `(${writes.length})`;
-    return this.call(what, () => this.within(send()), problem);
+    return this.bounded(what, () => send(), problem);
   }
 
   /** Whether the coordinator pauses and audits the fleet's jobs as one: it has the steps for it. */
@@ -119,18 +119,18 @@ export class StoreCalls {
   /** Records an operation (and a pause or its end) in the store; fails when it has not answered in `leaseMs / 3`. */
   operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
     const what = `recording the ${operation.action} of "${name}"`;
-    return this.call(
+    return this.bounded(
       what,
-      () => this.within(this.coordinator.operate!(name, operation, keep)),
+      () => this.coordinator.operate!(name, operation, keep),
       () => undefined,
     );
   }
 
   /** The fleet's pause of a job, read from the store within `leaseMs / 3`. */
   readPause(name: string): Promise<PeriodicOperation | null> {
-    return this.call(
+    return this.bounded(
       `reading the pause of "${name}"`,
-      () => this.within(this.coordinator.readPause!(name)),
+      () => this.coordinator.readPause!(name),
       (reply) =>
         reply === null || OPERATION.accepts(reply) ? undefined : wrongOperation('readPause', reply),
     );
@@ -138,9 +138,9 @@ export class StoreCalls {
 
   /** A job's audit trail, read from the store within `leaseMs / 3`. */
   readAudit(name: string, limit: number): Promise<PeriodicOperation[]> {
-    return this.call(
+    return this.bounded(
       `reading the audit trail of "${name}"`,
-      () => this.within(this.coordinator.readAudit!(name, limit)),
+      () => this.coordinator.readAudit!(name, limit),
       (reply) =>
         Array.isArray(reply) && reply.every((entry) => OPERATION.accepts(entry))
           ? undefined
@@ -155,18 +155,18 @@ export class StoreCalls {
 
   /** Records runs; fails when the store has not answered within `leaseMs / 3` (the records are lost). */
   recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
-    return this.call(
+    return this.bounded(
       `recording ${runs.length === 1 ? 'a run' : `${runs.length} runs`} of ${names(runs)}`,
-      () => this.within(this.coordinator.recordRuns!(runs, keep)),
+      () => this.coordinator.recordRuns!(runs, keep),
       () => undefined,
     );
   }
 
   /** A job's history, read from the store within `leaseMs / 3`. */
   readHistory(name: string, limit: number, before: number | null, keep: number): Promise<PeriodicRunEntry[]> {
-    return this.call(
+    return this.bounded(
       `reading the history of "${name}"`,
-      () => this.within(this.coordinator.readHistory!(name, limit, before, keep)),
+      () => this.coordinator.readHistory!(name, limit, before, keep),
       (reply) =>
         Array.isArray(reply) && reply.every((entry) => RUN.accepts(entry))
           ? undefined
@@ -176,9 +176,9 @@ export class StoreCalls {
 
   /** What the store knows of jobs, read within `leaseMs / 3`. */
   readFleet(jobs: string[]): Promise<PeriodicFleetRead[]> {
-    return this.call(
+    return this.bounded(
       `reading the fleet's state of ${names(jobs.map((name) => ({ name })))}`,
-      () => this.within(this.coordinator.readFleet!(jobs)),
+      () => this.coordinator.readFleet!(jobs),
       (reply) =>
         Array.isArray(reply) &&
         reply.length === jobs.length &&
@@ -195,18 +195,18 @@ export class StoreCalls {
 
   /** Leaves a trigger for the holder; fails when the store has not answered within `leaseMs / 3`. */
   requestTrigger(request: PeriodicTriggerRequest): Promise<void> {
-    return this.call(
+    return this.bounded(
       `asking the holder of "${request.name}" for a trigger`,
-      () => this.within(this.coordinator.requestTrigger!(request)),
+      () => this.coordinator.requestTrigger!(request),
       () => undefined,
     );
   }
 
   /** Where a trigger stands, read within `leaseMs / 3`. */
   readTrigger(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState> {
-    return this.call(
+    return this.bounded(
       `reading the answer to a trigger of "${name}"`,
-      () => this.within(this.coordinator.readTrigger!(name, id, withdraw)),
+      () => this.coordinator.readTrigger!(name, id, withdraw),
       (reply) =>
         reply === 'pending' || reply === 'taken' || reply === 'withdrawn' || TRIGGER_ANSWER.accepts(reply)
           ? undefined
@@ -216,9 +216,9 @@ export class StoreCalls {
 
   /** Answers a trigger for the replica that asked; fails when the store has not answered within `leaseMs / 3`. */
   answerTrigger(name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void> {
-    return this.call(
+    return this.bounded(
       `answering a trigger of "${name}"`,
-      () => this.within(this.coordinator.answerTrigger!(name, id, answer)),
+      () => this.coordinator.answerTrigger!(name, id, answer),
       () => undefined,
     );
   }
@@ -230,9 +230,9 @@ export class StoreCalls {
     const send = this.batched
       ? () => coordinator.releaseAll!(owner, leases, leave)
       : () => Promise.all(leases.map(({ name }) => coordinator.release(name, owner))).then(() => undefined);
-    return this.call(
+    return this.bounded(
       what,
-      () => this.within(send()),
+      () => send(),
       () => undefined,
     ) as Promise<void>;
   }
@@ -248,18 +248,43 @@ export class StoreCalls {
    * with it meanwhile (ioredis queues commands while it reconnects, and fails them only after many attempts);
    * its answer is still awaited. `problem` says what is wrong with a reply, if anything.
    */
-  private async call<T>(
+  private call<T>(
     what: string,
     send: () => Promise<unknown>,
     problem: (reply: unknown) => string | undefined,
     answers: (reply: T) => boolean = () => true,
   ): Promise<T> {
+    return this.exchange(what, send, problem, answers, false);
+  }
+
+  /**
+   * As `call`, for a command that must not hold its caller up: one that has not answered within `leaseMs / 3`
+   * fails then (`NoAnswer`), and an answer that comes later is ignored.
+   */
+  private bounded<T>(
+    what: string,
+    send: () => Promise<T>,
+    problem: (reply: unknown) => string | undefined,
+  ): Promise<T> {
+    return this.exchange(what, send, problem, () => true, true);
+  }
+
+  private async exchange<T>(
+    what: string,
+    send: () => Promise<unknown>,
+    problem: (reply: unknown) => string | undefined,
+    answers: (reply: T) => boolean,
+    giveUp: boolean,
+  ): Promise<T> {
     const limit = this.timing.heartbeatMs;
     // A command that hangs is reported as such, not again when the driver gives up on it.
     let hanging = false;
     const sent = now();
+    let stop: (error: NoAnswer) => void = () => undefined;
+    const stopped = new Promise<never>((_, reject) => (stop = reject));
     const hung = new DeadlineTimer({
       onDeadline: () => {
+        if (giveUp) return stop(new NoAnswer(`no answer after ${Math.round(now() - sent)}ms`));
         // A replica that has left reports nothing more, and keeps no timer for it.
         if (this.silent) return;
         hanging = true;
@@ -269,7 +294,8 @@ export class StoreCalls {
     });
     hung.armAt(sent + limit);
     try {
-      const answer: unknown = await send();
+      // A race settles once; the command's own rejection after it is still handled, and ignored.
+      const answer: unknown = await (giveUp ? Promise.race([send(), stopped]) : send());
       hung.cancel();
       const wrong = problem(answer);
       if (wrong !== undefined) throw new Error(wrong);
@@ -280,27 +306,6 @@ export class StoreCalls {
       if (!hanging) this.failed(what, error);
       throw error;
     }
-  }
-
-  /** The store's answer, or a failure when none comes within `leaseMs / 3`; an answer that comes later is ignored. */
-  private within<T>(answer: Promise<T>): Promise<T> {
-    const limit = this.timing.heartbeatMs;
-    return new Promise((resolve, reject) => {
-      const timer = new DeadlineTimer({
-        onDeadline: () => reject(new NoAnswer(`no answer within ${Math.round(limit)}ms`)),
-      });
-      timer.armAt(now() + limit);
-      answer.then(
-        (value) => {
-          timer.cancel();
-          resolve(value);
-        },
-        (error: unknown) => {
-          timer.cancel();
-          reject(error);
-        },
-      );
-    });
   }
 
   private failed(what: string, error: unknown): void {
