@@ -18,7 +18,7 @@ import type {
 import { describeValue } from './errors.js';
 
 /** The steps of each of a coordinator's capabilities: it has one when it has every step of it. */
-export const CAPABILITIES = {
+const CAPABILITIES = {
   leases: ['acquire', 'renew', 'release', 'readSchedule', 'writeSchedule'],
   fleet: ['heartbeat', 'writeSchedules', 'releaseAll'],
   audit: ['operate', 'readPause', 'readAudit'],
@@ -113,7 +113,7 @@ export function heartbeatProblem(request: PeriodicHeartbeat, reply: unknown): st
   return undefined;
 }
 
-export const HEARTBEAT =
+const HEARTBEAT =
   '{ members, renewed, acquired }: the members, a boolean per renewal, and a holding { fencingToken, ' +
   'schedule } or null per lease to take';
 
@@ -174,7 +174,7 @@ export const FLEET_READ = {
   expected: '{ name, holder, pause, schedule, lastRun, lastSucceededAt, consecutiveFailures }',
 };
 
-export const TRIGGER = {
+const TRIGGER = {
   accepts: (value: unknown): value is PeriodicTriggerRequest => {
     const request = (value ?? {}) as Partial<PeriodicTriggerRequest>;
     return (
@@ -205,6 +205,6 @@ export function wrongOperation(step: string, reply: unknown): string {
 }
 
 /** A safe integer ≥ 0. */
-export function isWhole(value: unknown): value is number {
+function isWhole(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

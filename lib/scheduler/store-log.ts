@@ -119,7 +119,7 @@ export class StoreLog {
 }
 
 /** The coordinator as log lines name it: its class, or "The coordinator" for a plain object. */
-export function storeName(coordinator: PeriodicCoordinator): string {
+function storeName(coordinator: PeriodicCoordinator): string {
   const name = coordinator.constructor?.name;
   return name === undefined || name === '' || name === 'Object' ? 'The coordinator' : name;
 }
