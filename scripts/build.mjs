@@ -3,7 +3,7 @@
 // files are, since the package's own package.json names neither. The Lua scripts of the Redis coordinator are
 // made into a module of lib/ first (lua.mjs).
 import './lua.mjs';
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
@@ -14,7 +14,20 @@ const builds = [
 ];
 
 rmSync('dist', { recursive: true, force: true });
-for (const { config, outDir, type } of builds) {
-  execFileSync(process.execPath, [tsc, '-p', config], { stdio: 'inherit' });
-  writeFileSync(`${outDir}/package.json`, `${JSON.stringify({ type })}\n`);
+// The two compilations are independent: they run side by side.
+await Promise.all(
+  builds.map(async ({ config, outDir, type }) => {
+    await compile(config);
+    writeFileSync(`${outDir}/package.json`, `${JSON.stringify({ type })}\n`);
+  }),
+);
+
+function compile(config) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [tsc, '-p', config], { stdio: 'inherit' });
+    child.on('error', reject);
+    child.on('exit', (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`tsc -p ${config} failed (${signal ?? `exit code ${code}`})`)),
+    );
+  });
 }
