@@ -5,6 +5,9 @@ export default {
   // A test on fake timers that computes a few thousand ticks takes well under a second, and much longer on a
   // machine whose cores are all busy: the margin is wide, and a test that waits for events ends with them.
   testTimeout: 30_000,
+  // Every core: most of the slow files wait on real timers and replica processes rather than compute, and
+  // the tests wait for events with wide margins, so two files side by side on 2 cores take half the time.
+  maxWorkers: '100%',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
   // The consumer fixtures run with their own Jest or Vitest: npm run test:consumers.

@@ -27,7 +27,9 @@ function compile(config) {
     const child = spawn(process.execPath, [tsc, '-p', config], { stdio: 'inherit' });
     child.on('error', reject);
     child.on('exit', (code, signal) =>
-      code === 0 ? resolve() : reject(new Error(`tsc -p ${config} failed (${signal ?? `exit code ${code}`})`)),
+      code === 0
+        ? resolve()
+        : reject(new Error(`tsc -p ${config} failed (${signal ?? `exit code ${code}`})`)),
     );
   });
 }

@@ -17,7 +17,7 @@ import type {
 } from '../scheduler/coordinator-port.js';
 import { now } from '../scheduler/deadline-timer.js';
 import { checkedOptions } from '../scheduler/rules.js';
-import { newestFirst, outcomeOf } from '../scheduler/history.js';
+import { countOutcome, newestFirst, outcomeOf, type SlotStreak } from '../scheduler/history.js';
 import { LEASE_MS } from './replies.js';
 
 /** Options of {@link InMemoryCoordinator}. */
@@ -48,10 +48,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   private readonly audits = new Map<string, PeriodicOperation[]>();
   /** The run histories (in the order they were recorded), and what the fleet's runs told of each job. */
   private readonly histories = new Map<string, PeriodicRunEntry[]>();
-  private readonly outcomes = new Map<
-    string,
-    { lastSucceededAt: number | null; consecutiveFailures: number }
-  >();
+  private readonly outcomes = new Map<string, SlotStreak>();
   /** Triggers no holder has taken yet, by job name; and the answers not read yet, by trigger id. */
   private readonly triggers = new Map<string, PeriodicTriggerRequest[]>();
   private readonly answers = new Map<string, PeriodicTriggerAnswer>();
@@ -172,12 +169,12 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       if (at >= 0) history[at] = copyOf(run);
       else history.push(copyOf(run));
       this.histories.set(run.name, history.slice(-keep));
-      const outcome = this.outcomes.get(run.name) ?? { lastSucceededAt: null, consecutiveFailures: 0 };
-      const told = outcomeOf(run);
-      if (told === 'ok')
-        this.outcomes.set(run.name, { lastSucceededAt: run.finishedAt, consecutiveFailures: 0 });
-      else if (told === 'fail')
-        this.outcomes.set(run.name, { ...outcome, consecutiveFailures: outcome.consecutiveFailures + 1 });
+      let streak = this.outcomes.get(run.name);
+      if (streak === undefined) {
+        streak = { lastSucceededAt: null, consecutiveFailures: 0 };
+        this.outcomes.set(run.name, streak);
+      }
+      countOutcome(streak, outcomeOf(run), run.finishedAt ?? 0);
     }
   }
 

@@ -1,9 +1,10 @@
 // When a job is up and when it is down, as the terminus health indicator and the dashboard both say it: one rule,
 // without @nestjs/terminus, so that the dashboard does not load it.
 import type { PeriodicRegistry } from './registry.js';
-import { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
+import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
 import type { PeriodicFleetRead } from '../scheduler/coordinator-port.js';
+import { readFleet } from '../scheduler/fleet-status.js';
 import { now } from '../scheduler/deadline-timer.js';
 
 /**
@@ -38,7 +39,7 @@ export class JobHealth {
     }
     this.#reading = true;
     const asked = { at: now(), wall: Date.now() };
-    void PeriodicScheduler.readFleet(schedulers)
+    void readFleet(schedulers)
       .then((reads) => {
         // A read the store did not answer is reported by the replica's log; the store's reachability says it.
         if (reads === undefined) return;

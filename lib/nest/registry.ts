@@ -12,7 +12,7 @@ import { nearest, readOptions } from '../scheduler/rules.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from '../scheduler/run.js';
 import type { PeriodicAuditEntry, PeriodicOperationOptions } from '../scheduler/operations.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
-import type { PeriodicFleetStatus } from '../scheduler/fleet-status.js';
+import { fleetStatusAll, type PeriodicFleetStatus } from '../scheduler/fleet-status.js';
 import type { PeriodicRunRecord } from '../scheduler/history.js';
 import { PeriodicTelemetry } from './telemetry.js';
 import { PeriodicEvents } from './events.js';
@@ -208,7 +208,7 @@ export class PeriodicRegistry {
 
   /** The fleet status of every job, in the order they were registered: one read of the store for them all. */
   fleetStatusAll(): Promise<PeriodicFleetStatus[]> {
-    return PeriodicScheduler.fleetStatusAll(this.getAll());
+    return fleetStatusAll(this.getAll());
   }
 
   /** What the job is doing, and what it did last. */

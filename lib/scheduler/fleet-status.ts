@@ -3,6 +3,7 @@
 import type { PeriodicFleetRead, PeriodicOperation, PeriodicRunEntry } from './coordinator-port.js';
 import type { StoreLog } from './store-log.js';
 import { type PeriodicRunRecord, runRecord } from './history.js';
+import type { Replica } from './replica.js';
 
 /** An exclusive job as the fleet sees it: `registry.fleetStatus(name)`. */
 export interface PeriodicFleetStatus {
@@ -72,6 +73,39 @@ export function fleetStatusOf(
         ? { reachable: true, since: new Date(START), lastError: null }
         : { reachable: log.reachable, since: new Date(log.since), lastError: log.lastError },
   };
+}
+
+/** A job whose fleet status is read: what the reads below need of its scheduler. */
+export interface FleetViewed {
+  readonly name: string;
+  /** The replica whose store tells the fleet's state of the job, if one does. */
+  readonly fleetReplica: Replica | undefined;
+  /** The job's fleet status from what the store answered of it, or undefined if it did not. */
+  fleetStatusFrom(read: PeriodicFleetRead | undefined): PeriodicFleetStatus;
+}
+
+/**
+ * What the fleet's store knows of those of `jobs` that it tells of, in one read for them all (all the exclusive
+ * jobs of an application share their replica), by name; undefined when none has a store that tells, or the store
+ * did not answer within `leaseMs / 3`. With `flush`, this replica's records are sent first.
+ */
+export async function readFleet(
+  jobs: readonly FleetViewed[],
+  { flush = false } = {},
+): Promise<Map<string, PeriodicFleetRead> | undefined> {
+  const told = jobs.filter((job) => job.fleetReplica !== undefined);
+  const replica = told[0]?.fleetReplica;
+  if (replica === undefined) return undefined;
+  // This replica's records waiting for a step of claims go first (and reach a store of one connection first).
+  if (flush) void replica.records.flush();
+  const reads = await replica.calls.readFleet(told.map((job) => job.name)).catch(() => undefined);
+  return reads && new Map(reads.map((read) => [read.name, read]));
+}
+
+/** The fleet status of each of `jobs`, in order: one read of the store for them all. */
+export async function fleetStatusAll(jobs: readonly FleetViewed[]): Promise<PeriodicFleetStatus[]> {
+  const read = await readFleet(jobs, { flush: true });
+  return jobs.map((job) => job.fleetStatusFrom(read?.get(job.name)));
 }
 
 /** When this process loaded the package: since when a job without a store has had none to reach. */

@@ -1,5 +1,6 @@
 import type { PeriodicFleetSchedule, PeriodicScheduleWritten } from './coordinator-port.js';
-import { type AheadClaimer, CLAIM_AHEAD_MS, type Lease } from './replica.js';
+import type { Lease } from './replica.js';
+import { type AheadClaimer, CLAIM_AHEAD_MS } from './slot-claims.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
 /**

@@ -138,14 +138,35 @@ export function finish(
   if (retrying) entry.retrying = true;
 }
 
+/** What a job's ended runs add up to: when its last success ended, and how many slots failed since. */
+export interface SlotStreak {
+  lastSucceededAt: number | null;
+  consecutiveFailures: number;
+}
+
 /**
- * What an ended run tells of its job's slots: `'ok'` for a success, `'fail'` for a slot that failed (a failed run
- * with no retry to follow), null for neither (a run in flight, a shutdown, a failure that will be retried). The
- * coordinators count the fleet's `consecutiveFailures` by it.
+ * What a run that ended with `reason` tells of its job's slots: `'ok'` for a success, `'fail'` for a slot that
+ * failed (a failed run with no retry to follow), null for neither (a run in flight, a shutdown, a failure that
+ * will be retried). With {@link countOutcome}, the one definition of a job's `lastSucceededAt` and
+ * `consecutiveFailures`: the scheduler counts its own by them, and the coordinators the fleet's (the Lua of
+ * Redis and the SQL of PostgreSQL add up the outcomes that {@link outcomeOf} gives them).
  */
-export function outcomeOf({ reason, retrying }: PeriodicRunEntry): 'ok' | 'fail' | null {
+export function slotOutcome(reason: JobExitReason | null, retrying: boolean): 'ok' | 'fail' | null {
   if (reason === 'normal') return 'ok';
-  return reason !== null && FAILED_RUNS.has(reason) && retrying !== true ? 'fail' : null;
+  return reason !== null && FAILED_RUNS.has(reason) && !retrying ? 'fail' : null;
+}
+
+/** The outcome of a recorded run (see {@link slotOutcome}). */
+export function outcomeOf({ reason, retrying }: PeriodicRunEntry): 'ok' | 'fail' | null {
+  return slotOutcome(reason, retrying === true);
+}
+
+/** Adds an outcome to `streak`: a success that ended `at` starts it again, a slot that failed adds one. */
+export function countOutcome(streak: SlotStreak, outcome: 'ok' | 'fail' | null, at: number): void {
+  if (outcome === 'ok') {
+    streak.lastSucceededAt = at;
+    streak.consecutiveFailures = 0;
+  } else if (outcome === 'fail') streak.consecutiveFailures++;
 }
 
 /** A record as `history()` returns it. */

@@ -7,8 +7,6 @@ import {
   type PeriodicCoordinator,
   type PeriodicFleetRead,
   type PeriodicFleetSchedule,
-  type PeriodicOperation,
-  type PeriodicRunEntry,
   type PeriodicTriggerRequest,
 } from './coordinator-port.js';
 import { type StoreCalls } from './store-calls.js';
@@ -26,38 +24,26 @@ import {
   unwatchSystemTime,
   watchSystemTime,
 } from './deadline-timer.js';
+import { describeValue, isError, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
 import {
-  describeValue,
-  isError,
-  messageOf,
-  PeriodicConfigError,
-  PeriodicStoreError,
-  PeriodicTimeoutError,
-} from './errors.js';
-import {
-  FAILED_RUNS,
   type JobExitReason,
   type PeriodicEvent,
   type PeriodicEventSink,
   type PeriodicEventType,
 } from './events.js';
 import { FleetSlots } from './fleet.js';
-import { fleetStatusOf, type LocalView, type PeriodicFleetStatus } from './fleet-status.js';
+import { fleetStatusAll, fleetStatusOf, type LocalView, type PeriodicFleetStatus } from './fleet-status.js';
 import {
-  errorOf,
-  finish,
+  countOutcome,
   HISTORY_DEFAULTS,
   type HistorySettings,
-  historyQuery,
-  LocalHistory,
   type PeriodicRunRecord,
-  runRecord,
+  slotOutcome,
 } from './history.js';
+import { JobHistory } from './job-history.js';
+import { JobOperations, type OperatedJob } from './job-operations.js';
 import {
   auditEntry,
-  auditLimit,
-  LocalAudit,
-  notRecorded,
   operation,
   type PeriodicAuditEntry,
   type PeriodicOperationOptions,
@@ -86,9 +72,6 @@ const WALL_CHECK = 10_000;
 
 /** What a run that did not end by itself ended with, if it ended at all: its slot is recovered (`atLeastOnce`). */
 const INTERRUPTED: ReadonlySet<JobExitReason> = new Set(['shutdown', 'killed', 'leaseLost']);
-
-/** How many entries of its audit trail a job looks through for the pause it is under. */
-const AUDIT_SCAN = 10;
 
 /** How many of its latest runs a job that takes its lease looks through for runs in flight that lost their replica. */
 const IN_FLIGHT_SCAN = 10;
@@ -163,29 +146,10 @@ export class PeriodicScheduler {
   readonly #job: Job | { readonly target: object; readonly key: string | symbol; readonly inherited: Job };
   readonly #sink: Sink | undefined;
   #phase: 'idle' | 'ticking' | 'stopped' = 'idle';
-  /** Ticks start nothing until `resume()`; the timer keeps the grid. */
-  #paused = false;
-  /**
-   * An exclusive job paused for the fleet, as this replica last learnt it (from its own `pause()`, or the store's
-   * answer to a claim): what `state` says. The store decides: every tick claims its slot, and a claim of a
-   * paused job starts nothing.
-   */
-  #fleetPaused = false;
-  /** A pause or resume of this replica on its way to the store: a pause counts from the moment it is asked. */
-  #asking: 'pause' | 'resume' | undefined;
-  /** When this replica's last pause or resume was written, on the `now()` timeline. */
-  #operatedAt = -Infinity;
-  /** The replica's name, as the audit trail and the event `operated` show it. */
-  readonly #replica: string;
-  /** The audit trail, when it is not the fleet's. */
-  #audit: LocalAudit | undefined;
-  /** How runs are recorded; false: not at all. */
-  readonly #history: HistorySettings;
-  readonly #errors: 'message' | 'name';
-  /** The run history, when it is not the fleet's. */
-  #runHistory: LocalHistory | undefined;
-  /** The latest run this replica recorded in the fleet's history: its own last run, while the store is away. */
-  #lastRecorded: PeriodicRunEntry | undefined;
+  /** The job's pause, and the operations that change it. */
+  readonly #operations: JobOperations;
+  /** The job's run history. */
+  readonly #history: JobHistory;
   /** What the job did, made when it first has something to count. */
   #record: JobRecord | undefined;
   /**
@@ -282,9 +246,15 @@ export class PeriodicScheduler {
       }
       this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
-    this.#replica = replica?.name ?? replicaName ?? defaultReplicaName();
-    this.#history = history;
-    this.#errors = errors;
+    const own = this.#fleet?.lease.replica;
+    this.#history = new JobHistory(
+      resolved,
+      replica?.name ?? replicaName ?? defaultReplicaName(),
+      history,
+      errors,
+      own,
+    );
+    this.#operations = new JobOperations(this.#operated(), own?.calls, this.#history.kept);
   }
 
   /** The job's name: unique in its registry, the key of its lease and records in a coordinator's store. */
@@ -294,7 +264,7 @@ export class PeriodicScheduler {
 
   /** `'idle'` until `start()`, `'ticking'` (or `'paused'`) until `stop()`, then `'stopped'` for good. */
   get state(): PeriodicJobStatus['state'] {
-    return (this.#paused || this.#fleetPaused) && this.#phase === 'ticking' ? 'paused' : this.#phase;
+    return !this.#operations.open && this.#phase === 'ticking' ? 'paused' : this.#phase;
   }
 
   /** The number of runs being tracked: started, and neither settled nor abandoned. */
@@ -383,7 +353,7 @@ export class PeriodicScheduler {
       if (tick.origin === 'timer') fleet.unheld(tick.slot);
       return this.#endWithoutRun(tick);
     }
-    if (this.#paused) return this.#endWithoutRun(tick);
+    if (this.#operations.paused) return this.#endWithoutRun(tick);
     // One guard at a time; and one claim at a time, which a trigger does not make.
     const pending = this.#pending;
     if (pending !== undefined && (pending.guard || (pending.claim && tick.origin === 'timer'))) {
@@ -402,11 +372,12 @@ export class PeriodicScheduler {
         fleet.lease.idle();
         return this.#endWithoutRun(tick);
       }
-      this.#fleetPaused = held === 'paused' || this.#asking === 'pause';
+      const operations = this.#operations;
+      operations.claimed(held === 'paused');
       // Closing meanwhile: the claimed slot is given back to the fleet when the lease is released.
       if (this.#phase !== 'ticking') return undefined;
       // Paused (here, or for the fleet), or a trigger's guard is pending: the slot was claimed, and is dropped.
-      if (this.#paused || this.#fleetPaused || waiting.guard) {
+      if (!operations.open || waiting.guard) {
         fleet.settled();
         if (waiting.guard) this.#missed(1);
         return this.#endWithoutRun(tick);
@@ -440,7 +411,7 @@ export class PeriodicScheduler {
       (passed) => {
         waiting.guard = false;
         // The lease may have been lost, or the job paused, while the guard was pending.
-        return passed && this.#fleet?.lease.held !== false && !this.#paused && !this.#fleetPaused
+        return passed && this.#fleet?.lease.held !== false && this.#operations.open
           ? this.#startRun(tick)
           : this.#endWithoutRun(tick);
       },
@@ -506,7 +477,7 @@ export class PeriodicScheduler {
     const runs = this.#runs;
     this.#runs = runs === undefined ? run : Array.isArray(runs) ? (runs.push(run), runs) : [runs, run];
     record.lastStartedAt = run.startedWall;
-    if (this.#history !== false) this.#recordStart(run, this.#history.keep);
+    this.#history.started(run);
     if (this.#wants('started')) {
       const { jobId, startedAt, scheduledAt } = run;
       this.#emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
@@ -560,20 +531,9 @@ export class PeriodicScheduler {
     record.lastEndedAt = run.startedWall + lasted;
     record.lastDurationMs = durationMs;
     record.lastError = failed ? { value: error } : undefined;
-    if (reason === 'normal') {
-      record.lastSucceededAt = record.lastEndedAt;
-      record.consecutiveFailures = 0;
-    } else if (FAILED_RUNS.has(reason) && retry === undefined) {
-      // A slot that fails counts once, when its last attempt has.
-      record.consecutiveFailures++;
-    }
-    const entry = run.record;
-    const history = this.#history;
-    if (entry !== undefined && history !== false) {
-      finish(entry, reason, durationMs, failed ? errorOf(error, this.#errors) : null, retry !== undefined);
-      // One kept in memory is in its ring already.
-      this.#recordsTo?.record(entry, history.keep, this.#recordsAtOnce);
-    }
+    // A slot that fails counts once, when its last attempt has.
+    countOutcome(record, slotOutcome(reason, retry !== undefined), record.lastEndedAt);
+    this.#history.ended(run, reason, durationMs, failed, error, retry !== undefined);
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
     // (A retry arms it in its turn.)
@@ -620,16 +580,13 @@ export class PeriodicScheduler {
     numbering: boolean,
     foundAt: number,
   ): Promise<void> {
-    const replica = this.#recordsTo!;
-    const kept = this.#kept;
-    const read = () =>
-      replica.calls
-        .readHistory(this.name, numbering ? kept : Math.min(kept, IN_FLIGHT_SCAN), null, kept)
-        .catch(() => undefined);
+    const history = this.#history;
+    const { kept } = history;
+    const read = () => history.latest(numbering ? kept : Math.min(kept, IN_FLIGHT_SCAN));
     let runs = await read();
     // A store too busy to answer at once is asked twice more while the lease is still this holding's.
     for (let tries = 0; runs === undefined && tries < 2; tries++) {
-      await sleep(replica.calls.timing.marginMs);
+      await sleep(history.fleet!.calls.timing.marginMs);
       if (this.#fleet!.lease.fencingToken !== fencingToken) return;
       runs = await read();
     }
@@ -638,7 +595,7 @@ export class PeriodicScheduler {
       this.#numbered = true;
       const started = this.#record?.started ?? 0;
       for (const run of runs) {
-        if (run.replica === this.#replica) this.#jobIdBase = Math.max(this.#jobIdBase, run.jobId - started);
+        if (run.replica === history.replica) this.#jobIdBase = Math.max(this.#jobIdBase, run.jobId - started);
       }
     }
     const [latest] = runs;
@@ -654,23 +611,7 @@ export class PeriodicScheduler {
       // The lease may have gone again meanwhile, or the job stopped.
       this.#fleet!.lease.fencingToken === fencingToken &&
       this.#retrying();
-    const history = this.#history;
-    for (const run of runs) {
-      const lost = run.reason === null && (run.fencingToken ?? 0) < fencingToken && !replica.ranHere(run.id);
-      if (!lost || history === false) continue;
-      const error = {
-        name: 'PeriodicReplicaLost',
-        message: `replica ${run.replica} stopped renewing its lease`,
-      };
-      finish(
-        run,
-        'leaseLost',
-        Math.max(0, foundAt - run.startedAt),
-        this.#errors === 'name' ? { name: error.name, message: '' } : error,
-        recovers && run === latest,
-      );
-      replica.record(run, history.keep, true);
-    }
+    history.closeLost(runs, fencingToken, foundAt, recovers ? latest : undefined);
     if (!recovers) return;
     const retry = { attempt: latest.attempt + 1, armsNext: false, of: 'timer' as const };
     this.#startRun(
@@ -706,8 +647,7 @@ export class PeriodicScheduler {
    */
   #retrying(): boolean {
     // A fleet's pause on its way to the store counts once the store has it: `pause()` cancels the retries then.
-    const paused = this.#paused || (this.#fleetPaused && this.#asking !== 'pause');
-    return this.#phase === 'ticking' && !paused && this.#fleet?.lease.holding !== false;
+    return this.#phase === 'ticking' && this.#operations.retries && this.#fleet?.lease.holding !== false;
   }
 
   /** The slot of `failed` runs again in `inMs` ms: reported (`retrying`), and waited for. */
@@ -730,7 +670,7 @@ export class PeriodicScheduler {
   /** A retry's wait is over: the slot runs again, as the overlap policy lets it. */
   #retryDue(pending: PendingRetry): void {
     // A pause being written to the store: the retry waits for its answer (`pause()`).
-    if (this.#asking === 'pause') {
+    if (this.#operations.asking === 'pause') {
       pending.due = true;
       return;
     }
@@ -781,7 +721,7 @@ export class PeriodicScheduler {
    */
   #slotsDropped(count: number): boolean {
     // A paused job drops its ticks on purpose.
-    if (this.#fleet?.lease.held !== false && !this.#paused && !this.#fleetPaused) this.#missed(count);
+    if (this.#fleet?.lease.held !== false && this.#operations.open) this.#missed(count);
     return this.#phase === 'ticking';
   }
 
@@ -875,7 +815,7 @@ export class PeriodicScheduler {
     // The first lease of this process: its runs are numbered above those this replica's name recorded before
     // (a replica restarted under the same name), read from the history with the recovery's read.
     // Every lease taken looks for runs in flight that lost their replica.
-    const recorded = this.#history !== false && this.#recordsTo !== undefined;
+    const recorded = this.#history.settings !== false && this.#history.fleet !== undefined;
     const numbering = this.#numbered === false && recorded;
     if (this.options.delivery === 'atLeastOnce' || numbering) {
       // A recovery comes before the next claim, and so do the jobIds a first run is numbered above.
@@ -907,7 +847,7 @@ export class PeriodicScheduler {
    * older news.
    */
   fleetPaused(paused: boolean, sent: number): void {
-    if (this.#asking === undefined && sent > this.#operatedAt) this.#fleetPaused = paused;
+    this.#operations.heard(paused, sent);
   }
 
   /** @internal The lease is about to be handed over: a slot claimed and not started goes back to the fleet. */
@@ -986,13 +926,13 @@ export class PeriodicScheduler {
    * not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
   async trigger(options?: PeriodicOperationOptions): Promise<TickResult> {
-    const asked = operation(this.name, 'trigger', options, this.#replica);
+    const asked = operation(this.name, 'trigger', options, this.#history.replica);
     const carrier = this.#carrier;
     const result =
       carrier === undefined ? await this.#trigger() : await askHolder(carrier, { ...asked, name: this.name });
     // Recorded once the run has started, beside it: the audit trail never holds a run up, and a trigger that
     // started nothing is not an operation the job underwent.
-    if (result.ok) void this.#recordOperation(asked).catch(() => undefined);
+    if (result.ok) void this.#operations.record(asked).catch(() => undefined);
     return result;
   }
 
@@ -1009,7 +949,7 @@ export class PeriodicScheduler {
   /** @internal A trigger asked of another replica, taken from the store: carried out here, and answered. */
   carry(request: PeriodicTriggerRequest): void {
     const calls = this.#fleet!.lease.replica.calls;
-    const replica = this.#replica;
+    const { replica } = this.#history;
     void this.#trigger()
       .then((result) => answerAsker(calls, request, replica, result))
       .catch(() => undefined);
@@ -1019,12 +959,11 @@ export class PeriodicScheduler {
     const refusal = this.#refuseTick();
     if (refusal !== undefined) return refusal;
     // The fleet's pause is obeyed before any run: a trigger reads it, as a timer tick's claim does.
-    const store = this.#store;
+    const store = this.#operations.store;
     if (store !== undefined) {
-      const paused = await store.readPause(this.name).catch(() => undefined);
+      const paused = await this.#operations.readPause(store);
       if (paused === undefined) return { ok: false, error: 'storeUnreachable' };
-      this.#fleetPaused = paused !== null;
-      if (paused !== null) return { ok: false, error: 'paused' };
+      if (paused) return { ok: false, error: 'paused' };
       // The lease may have been handed over, or the job stopped, meanwhile.
       const now = this.#refuseTick();
       if (now !== undefined) return now;
@@ -1054,28 +993,7 @@ export class PeriodicScheduler {
    * pause is this process's, at once. Recorded in the audit trail, and emitted as `operated`.
    */
   async pause(options?: PeriodicOperationOptions): Promise<void> {
-    const asked = operation(this.name, 'pause', options, this.#replica);
-    if (this.#store === undefined) {
-      this.#paused = true;
-      this.#cancelRetries();
-      return this.#recordOperation(asked);
-    }
-    const before = this.#fleetPaused;
-    this.#fleetPaused = true;
-    this.#asking = 'pause';
-    try {
-      await this.#recordOperation(asked);
-      this.#operatedAt = now();
-      this.#fleet?.operated();
-      this.#cancelRetries();
-    } catch (error) {
-      this.#fleetPaused = before;
-      throw error;
-    } finally {
-      this.#asking = undefined;
-      // A retry whose wait ended while the store was asked runs now, unless the pause was written.
-      for (const pending of [...(this.#retries ?? [])]) if (pending.due) this.#retryDue(pending);
-    }
+    return this.#operations.pause(operation(this.name, 'pause', options, this.#history.replica));
   }
 
   /**
@@ -1083,152 +1001,51 @@ export class PeriodicScheduler {
    * fleet, as `pause()` paused it.
    */
   async resume(options?: PeriodicOperationOptions): Promise<void> {
-    const asked = operation(this.name, 'resume', options, this.#replica);
-    if (this.#store === undefined) {
-      const paused = this.#paused;
-      this.#paused = false;
-      this.#resumed(paused);
-      return this.#recordOperation(asked);
-    }
-    this.#asking = 'resume';
-    await this.#recordOperation(asked).finally(() => (this.#asking = undefined));
-    this.#operatedAt = now();
-    this.#fleet?.operated();
-    const paused = this.#fleetPaused;
-    this.#fleetPaused = false;
-    this.#resumed(paused);
-  }
-
-  /** After a resume, a shifted job's next tick comes `every` from now (one with a run in flight: when it ends). */
-  #resumed(paused: boolean): void {
-    if (paused && this.options.delayMode === 'shifted' && isArmed(this)) this.#armNext(this.options.every);
+    return this.#operations.resume(operation(this.name, 'resume', options, this.#history.replica));
   }
 
   /** The job's audit trail: the latest `limit` (default 50) of its pauses, resumes and triggers, newest first. */
-  async audit(options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
-    const limit = auditLimit(this.name, options, this.#kept);
-    const store = this.#store;
-    const entries =
-      store !== undefined
-        ? await store.readAudit(this.name, limit).catch((error: unknown) => {
-            throw new PeriodicStoreError(
-              `audit() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
-                'Try again once the store answers.',
-              { cause: error },
-            );
-          })
-        : (this.#audit?.latest(limit) ?? []);
-    return entries.map((entry) => auditEntry(this.name, entry));
+  audit(options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
+    return this.#operations.audit(options);
+  }
+
+  /** What the job's operations report back: what a pause and a resume do to its ticks and retries. */
+  #operated(): OperatedJob {
+    return {
+      name: this.name,
+      paused: () => this.#cancelRetries(),
+      written: () => this.#fleet?.operated(),
+      pauseAnswered: () => {
+        for (const pending of [...(this.#retries ?? [])]) if (pending.due) this.#retryDue(pending);
+      },
+      // After a resume, a shifted job's next tick comes `every` from now (one with a run in flight: when it ends).
+      resumed: (paused) => {
+        if (paused && this.options.delayMode === 'shifted' && isArmed(this))
+          this.#armNext(this.options.every);
+      },
+      operated: (asked) => {
+        if (this.#wants('operated')) this.#emit({ type: 'operated', ...auditEntry(this.name, asked) });
+      },
+    };
   }
 
   /** @internal Whether the job records its runs: the module's `history` is not false. */
   get recordsRuns(): boolean {
-    return this.#history !== false;
+    return this.#history.settings !== false;
   }
 
   /** @internal What a run's error shows, in the history and wherever else it is shown (the dashboard). */
   get errorsShown(): 'message' | 'name' {
-    return this.#errors;
-  }
-
-  /**
-   * Whether the store takes this job's records at the end of the turn, not with the next claims of its replica:
-   * the next holder of an `'atLeastOnce'` job must find the start of a run its holder did not end, and a test that
-   * ticks by hand reads the fleet's history once the tick has resolved.
-   */
-  get #recordsAtOnce(): boolean {
-    return this.options.delivery === 'atLeastOnce' || this.options.mode === 'manual';
-  }
-
-  /** How many runs, and entries of the audit trail, the job keeps. */
-  get #kept(): number {
-    return this.#history === false ? HISTORY_DEFAULTS.keep : this.#history.keep;
-  }
-
-  /**
-   * The calls to the coordinator's store, when the job is the fleet's to pause and audit: exclusive, with a
-   * coordinator that has the steps for it.
-   */
-  get #store(): StoreCalls | undefined {
-    const calls = this.#fleet?.lease.replica.calls;
-    return calls?.operated === true ? calls : undefined;
-  }
-
-  /**
-   * Records an operation in the audit trail (the store's, for the fleet: rejects when it is not written), and
-   * emits it as `operated`.
-   */
-  async #recordOperation(asked: PeriodicOperation): Promise<void> {
-    const store = this.#store;
-    if (store !== undefined) {
-      await store
-        .operate(this.name, asked, this.#kept)
-        .catch((error: unknown) => Promise.reject(notRecorded(this.name, asked.action, error)));
-    } else {
-      (this.#audit ??= new LocalAudit(this.#kept)).record(asked);
-    }
-    if (this.#wants('operated')) this.#emit({ type: 'operated', ...auditEntry(this.name, asked) });
-  }
-
-  /** Records a run that starts: in the fleet's history, or in memory. */
-  #recordStart(run: Run, keep: number): void {
-    const fleet = this.#recordsTo;
-    const entry: PeriodicRunEntry = {
-      // Only a store needs to tell the runs of the fleet apart: one in memory is its own object.
-      id: fleet === undefined ? '' : fleet.runId(),
-      name: this.name,
-      jobId: run.jobId,
-      replica: this.#replica,
-      fencingToken: run.fencingToken ?? null,
-      slot: run.slotOrigin === 'timer' ? run.slot : null,
-      origin: run.origin === 'timer' ? 'schedule' : run.origin,
-      attempt: run.attempt,
-      startedAt: run.startedWall,
-      finishedAt: null,
-      reason: null,
-      durationMs: null,
-      error: null,
-    };
-    run.record = entry;
-    if (fleet !== undefined) {
-      this.#lastRecorded = entry;
-      fleet.record(entry, keep, this.#recordsAtOnce);
-    } else (this.#runHistory ??= new LocalHistory(keep)).record(entry);
-  }
-
-  /** The replica whose store keeps the job's history: an exclusive job's, when its coordinator keeps one. */
-  get #recordsTo(): Replica | undefined {
-    const replica = this.#fleet?.lease.replica;
-    return replica?.calls.recorded === true ? replica : undefined;
+    return this.#history.errors;
   }
 
   /**
    * The job's latest runs, newest first by start, a run in flight included: the fleet's for an exclusive job
-   * whose coordinator keeps them, this process's otherwise. `limit` 1 to 10,000 (default 50; above `history.keep`, what is kept); `before`:
-   * only runs started before it.
+   * whose coordinator keeps them, this process's otherwise. `limit` 1 to 10,000 (default 50; above
+   * `history.keep`, what is kept); `before`: only runs started before it.
    */
-  async history(options?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {
-    const settings = this.#history;
-    const { limit, before } = historyQuery(
-      this.name,
-      options,
-      settings === false ? HISTORY_DEFAULTS.keep : settings.keep,
-    );
-    if (settings === false) return [];
-    const fleet = this.#recordsTo;
-    if (fleet === undefined) return (this.#runHistory?.read(limit, before) ?? []).map(runRecord);
-    // This replica's own records are sent first: what it ran is in what it reads.
-    await fleet.flushRuns();
-    const entries = await fleet.calls
-      .readHistory(this.name, limit, before, this.#kept)
-      .catch((error: unknown) => {
-        throw new PeriodicStoreError(
-          `history() of job "${this.name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
-            'Try again once the store answers.',
-          { cause: error },
-        );
-      });
-    return entries.map(runRecord);
+  history(options?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {
+    return this.#history.read(options);
   }
 
   /**
@@ -1237,36 +1054,8 @@ export class PeriodicScheduler {
    * with `store.reachable` false. A job that is not exclusive is this process's alone.
    */
   async fleetStatus(): Promise<PeriodicFleetStatus> {
-    const replica = this.fleetReplica;
-    // This replica's records waiting for a step of claims go first (and reach a store of one connection first).
-    void replica?.flushRuns();
-    const read = await replica?.calls.readFleet([this.name]).catch(() => undefined);
-    return this.fleetStatusFrom(read?.[0]);
-  }
-
-  /**
-   * @internal What the fleet's store knows of the jobs of `schedulers` that have one, in one read for them all (all
-   * the exclusive jobs of an application share their replica), by name; undefined when none has, or the store did
-   * not answer within `leaseMs / 3`. With `flush`, this replica's records are sent first.
-   */
-  static async readFleet(
-    schedulers: readonly PeriodicScheduler[],
-    { flush = false } = {},
-  ): Promise<Map<string, PeriodicFleetRead> | undefined> {
-    const fleet = schedulers.filter((scheduler) => scheduler.fleetReplica !== undefined);
-    const replica = fleet[0]?.fleetReplica;
-    if (replica === undefined) return undefined;
-    if (flush) void replica.flushRuns();
-    const reads = await replica.calls
-      .readFleet(fleet.map((scheduler) => scheduler.name))
-      .catch(() => undefined);
-    return reads && new Map(reads.map((read) => [read.name, read]));
-  }
-
-  /** @internal The fleet status of each of `schedulers`, in order: one read of the store for them all. */
-  static async fleetStatusAll(schedulers: readonly PeriodicScheduler[]): Promise<PeriodicFleetStatus[]> {
-    const read = await PeriodicScheduler.readFleet(schedulers, { flush: true });
-    return schedulers.map((scheduler) => scheduler.fleetStatusFrom(read?.get(scheduler.name)));
+    const [status] = await fleetStatusAll([this]);
+    return status;
   }
 
   /** @internal The fleet status from what the store answered of the job, or undefined if it did not. */
@@ -1276,7 +1065,7 @@ export class PeriodicScheduler {
 
   /** @internal The replica whose store tells the fleet's state of the job, if one does. */
   get fleetReplica(): Replica | undefined {
-    return this.#recordsTo;
+    return this.#history.fleet;
   }
 
   /** What this replica knows of the job, for what the store does not tell. */
@@ -1284,27 +1073,15 @@ export class PeriodicScheduler {
     const lease = this.#fleet?.lease;
     const record = this.#record;
     const succeeded = record?.lastSucceededAt;
-    const paused = this.state === 'paused';
+    const { replica } = this.#history;
     return {
       name: this.name,
       holder:
         lease?.held === true
-          ? {
-              replica: this.#replica,
-              fencingToken: lease.fencingToken,
-              until: Date.now() + (lease.validUntil - now()),
-            }
+          ? { replica, fencingToken: lease.fencingToken, until: Date.now() + (lease.validUntil - now()) }
           : null,
-      pause: paused
-        ? (this.#audit?.latest(AUDIT_SCAN).find((entry) => entry.action === 'pause') ?? {
-            action: 'pause',
-            by: null,
-            note: null,
-            replica: this.#replica,
-            at: Date.now(),
-          })
-        : null,
-      lastRun: this.#runHistory?.read(1, null)[0] ?? this.#lastRecorded ?? null,
+      pause: this.state === 'paused' ? this.#operations.pauseOf(replica) : null,
+      lastRun: this.#history.last,
       lastSucceededAt: succeeded === undefined || Number.isNaN(succeeded) ? null : succeeded,
       consecutiveFailures: record?.consecutiveFailures ?? 0,
     };
@@ -1414,7 +1191,7 @@ export class PeriodicScheduler {
   /** Why a tick asked for now would start nothing, if it is known before the tick. */
   #refuseTick(): Extract<SyncTickResult, { ok: false }> | undefined {
     if (this.#phase !== 'ticking') return { ok: false, error: 'jobNotStarted' };
-    if (this.#paused) return { ok: false, error: 'paused' };
+    if (this.#operations.paused) return { ok: false, error: 'paused' };
     if (this.#fleet?.lease.held === false) return { ok: false, error: 'notLeaseHolder' };
     return undefined;
   }

@@ -1,15 +1,13 @@
 // One replica of the fleet, for one coordinator: the leases of every exclusive job of the replica, renewed,
 // taken and given up together in a heartbeat every leaseMs / 3, so that the replica's traffic to the store
 // does not grow with its number of jobs; and the jobs spread over the live replicas by rendezvous hashing.
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   type PeriodicFleetMember,
   type PeriodicFleetSchedule,
   type PeriodicHeartbeat,
   type PeriodicLeaseHeld,
-  type PeriodicRunEntry,
-  type PeriodicScheduleWrite,
   type PeriodicScheduleWritten,
   type PeriodicTriggerRequest,
 } from './coordinator-port.js';
@@ -18,6 +16,8 @@ import { type StoreLog } from './store-log.js';
 import { DeadlineTimer, now } from './deadline-timer.js';
 import { messageOf } from './errors.js';
 import { spreadOver } from './spread.js';
+import { RunRecords } from './run-records.js';
+import { type AheadClaimer, SlotClaims } from './slot-claims.js';
 
 /** What a job tells the lease it holds, and is told by it. */
 export interface LeaseHolder {
@@ -33,21 +33,6 @@ export interface LeaseHolder {
   fleetPaused(paused: boolean, sent: number): void;
   /** A trigger asked of another replica, taken from the store: carried out here, and answered. */
   carry(request: PeriodicTriggerRequest): void;
-}
-
-/**
- * A slot due within this many ms of a step of claims going out is claimed in that step, ahead of its tick, which
- * then finds the answer: a replica sends about one step of claims per window, however many instants its jobs
- * tick at.
- */
-export const CLAIM_AHEAD_MS = 50;
-
-/** A job whose next tick's claim may go out ahead of it, with another job's step. */
-export interface AheadClaimer {
-  /** The write that claims the slot of the job's next tick, or undefined if that claim must wait for its tick. */
-  claimAhead(): PeriodicFleetSchedule | undefined;
-  /** That claim went out: its answer, which the tick takes. */
-  claimedAhead(write: Promise<PeriodicScheduleWritten>): void;
 }
 
 /** A job's lease as this replica sees it; whether it is held is answered from memory. */
@@ -165,14 +150,11 @@ export function defaultReplicaName(): string {
 export class Replica {
   /** This replica's session: the owner of its leases in the store, new with each process. */
   readonly owner: string;
-  /**
-   * Begins the ids of this session's runs in the store: 64 random bits, short because the store keeps a record of
-   * every run, and Redis's work to append one grows with its length.
-   */
-  readonly #runIds = randomBytes(8).toString('base64url');
-  /** The runs of this session's jobs given an id so far. */
-  #runs = 0;
   readonly calls: StoreCalls;
+  /** The claims of the jobs' slots on their way to the store. */
+  readonly #claims: SlotClaims;
+  /** @internal The records of the jobs' runs on their way to the fleet's history. */
+  readonly records: RunRecords;
   /** The leases of the replica's jobs, by job name. */
   private readonly leases = new Map<string, Lease>();
   /** The live members, as the last heartbeat found them; until the first answer, this replica alone. */
@@ -193,42 +175,8 @@ export class Replica {
   private known = false;
   /** The last heartbeat left leases to take for the next, which comes as soon as it is answered. */
   private more = false;
-  /**
-   * Writes of schedules not sent yet: those of one turn of the event loop go together at its end, and while a
-   * step is out, all that come meanwhile go in the next, once it has been answered.
-   */
-  private writes: {
-    lease: Lease;
-    schedule: PeriodicFleetSchedule;
-    done: (written: PeriodicScheduleWritten) => void;
-  }[] = [];
-  /** A step of writes is out. */
-  private writing = false;
-  /** Leases whose next slot may be claimed ahead, by the window of `CLAIM_AHEAD_MS` their tick falls in. */
-  private readonly ahead = new Map<number, Set<Lease>>();
   /** Leases of stopped jobs to give up, with this turn's others. */
   private releases: { held: PeriodicLeaseHeld | undefined; done: () => void }[] = [];
-  /**
-   * Records of runs not sent yet: those of one turn of the event loop go together at its end, with the step of
-   * writes of that turn if there is one; a run that ends in the turn it started is sent once, ended.
-   */
-  private runs = new Set<PeriodicRunEntry>();
-  private keep = 0;
-  /** A step of records is out; and who waits for the records sent so far to be answered. */
-  private recording = false;
-  private flushed: (() => void)[] = [];
-  /** Records wait for a step of writes until then; or are sent at the end of this turn (`queued`). */
-  private readonly recordsDue = new DeadlineTimer({ onDeadline: () => void this.flushRuns() });
-  private queued = false;
-  /** When the last step of writes went out, on the `now()` timeline, and how long after the one before. */
-  private claimedAt = -Infinity;
-  private claimGap = Infinity;
-  /** On the `now()` timeline: when the last slot claimed ahead by the latest step comes. */
-  private claimedUntil = -Infinity;
-  /** On the `now()` timeline: until when no run is recorded (the store was too slow to record them). */
-  private shedUntil = -Infinity;
-  /** Runs whose start the store took: their end is recorded even then, so that none reads as running for ever. */
-  private readonly opened = new WeakSet<PeriodicRunEntry>();
   /** What names the fleet's records in the store, as the last heartbeat read it (`PeriodicHeartbeatReply.fleet`). */
   private fleet: string | undefined;
   /** Told what the store lost when a heartbeat finds the fleet's records gone (the `storeReset` event). */
@@ -244,6 +192,8 @@ export class Replica {
   ) {
     this.calls = new StoreCalls(store);
     this.owner = `${name}/${randomUUID()}`;
+    this.#claims = new SlotClaims(this.calls, this.owner, () => void this.records.flush());
+    this.records = new RunRecords(this.calls, this.#claims);
     this.interval = this.calls.timing.heartbeatMs;
     this.margin = this.calls.timing.marginMs;
   }
@@ -280,136 +230,12 @@ export class Replica {
 
   /** @internal The job's next tick comes `at` (0: none to claim ahead): a step of claims near it may claim its slot. */
   expect(lease: Lease, at: number): void {
-    if (lease.aheadAt !== 0) {
-      const window = Math.floor(lease.aheadAt / CLAIM_AHEAD_MS);
-      const leases = this.ahead.get(window);
-      leases?.delete(lease);
-      if (leases?.size === 0) this.ahead.delete(window);
-    }
-    lease.aheadAt = at;
-    if (at === 0) return;
-    const window = Math.floor(at / CLAIM_AHEAD_MS);
-    const leases = this.ahead.get(window);
-    if (leases === undefined) this.ahead.set(window, new Set([lease]));
-    else leases.add(lease);
+    this.#claims.expect(lease, at);
   }
 
-  /**
-   * @internal Writes a schedule with the others of this turn of the event loop, in one step; while a step is out,
-   * with all that come until it is answered. The ticks that the shared timer fires together claim their slots
-   * together, and a replica whose jobs tick at many different instants sends one step per round trip to the
-   * store at most, however many: under load, the steps grow rather than queue up one by one.
-   */
+  /** @internal Writes a schedule in the next step of claims (slot-claims.ts). */
   write(lease: Lease, schedule: PeriodicFleetSchedule): Promise<PeriodicScheduleWritten> {
-    return new Promise((done) => {
-      if (this.writes.length === 0 && !this.writing) void Promise.resolve().then(() => this.flushWrites());
-      this.writes.push({ lease, schedule, done });
-    });
-  }
-
-  /**
-   * @internal Records a run in the fleet's history, which keeps the latest `keep` of each job. Never delays a run;
-   * a record the store does not take is lost (and reported). Records wait for the next step of claims, to go to
-   * the store in the same round trip, where one is due within `leaseMs / 20` (a tick of this replica's jobs comes
-   * by then, or its steps of claims come less than that apart), for `leaseMs / 20` at most, and not before the
-   * last slot that the latest step claimed ahead has come, so that the runs of those slots go together; otherwise,
-   * and when `promptly` (the record of a run that must run again if its replica dies before it ends: `delivery:
-   * 'atLeastOnce'`), they go at the end of this turn of the event loop.
-   */
-  record(entry: PeriodicRunEntry, keep: number, promptly: boolean): void {
-    // A store too slow to keep the history gives its time to the claims of slots for a lease period.
-    if (now() < this.shedUntil && !this.opened.has(entry)) return;
-    this.keep = keep;
-    this.runs.add(entry);
-    if (!promptly) {
-      // The first record waiting arranged when they go.
-      if (this.runs.size > 1) return;
-      const time = now();
-      const wait = this.calls.timing.batchWaitMs;
-      // The runs of the slots claimed ahead start until `claimedUntil`: their records go with the next claim
-      // after that, or once they have started.
-      const claim = this.nextClaim(Math.max(time, this.claimedUntil), time + wait);
-      if (claim !== undefined) return this.recordsDue.armAt(Math.min(claim + CLAIM_AHEAD_MS, time + wait));
-      if (time < this.claimedUntil) return this.recordsDue.armAt(this.claimedUntil + 1);
-      if (this.claimGap < wait) return this.recordsDue.armAt(time + wait);
-    }
-    if (!this.queued) {
-      this.queued = true;
-      void Promise.resolve().then(() => this.flushRuns());
-    }
-  }
-
-  /** When the first tick after `from` and until `until` comes that claims its slot at its time (its lease held). */
-  private nextClaim(from: number, until: number): number | undefined {
-    for (let window = Math.floor(from / CLAIM_AHEAD_MS); window <= until / CLAIM_AHEAD_MS; window++) {
-      let earliest = Infinity;
-      for (const { aheadAt, fencingToken } of this.ahead.get(window) ?? []) {
-        if (fencingToken !== 0 && aheadAt > from && aheadAt <= until) earliest = Math.min(earliest, aheadAt);
-      }
-      if (earliest !== Infinity) return earliest;
-    }
-    return undefined;
-  }
-
-  /**
-   * @internal Sends the records not sent yet; resolves once the store has answered them (a failure was
-   * reported). One step is out at a time, so that a run's end never reaches the store before its start.
-   */
-  flushRuns(): Promise<void> {
-    this.recordsDue.cancel();
-    this.queued = false;
-    if (this.runs.size === 0 && !this.recording) return Promise.resolve();
-    return new Promise((done) => {
-      this.flushed.push(done);
-      if (!this.recording) void this.sendRuns();
-    });
-  }
-
-  private async sendRuns(): Promise<void> {
-    this.recording = true;
-    // Those recorded while a step was out go next if someone waits for them (a step of claims, a reader, a
-    // release); otherwise they wait for the next step of claims, as they would have.
-    while (this.runs.size > 0 && this.flushed.length > 0) {
-      // Copies: a run in flight goes on changing its own.
-      const entries = Array.from(this.runs);
-      const runs = entries.map((entry) => ({ ...entry }));
-      this.runs.clear();
-      const waiting = this.flushed.splice(0);
-      const sent = now();
-      const taken = await this.calls.recordRuns(runs, this.keep).then(
-        () => true,
-        () => false,
-      );
-      const took = now() - sent;
-      entries.forEach((entry, i) => {
-        if (taken && runs[i].reason === null) this.opened.add(entry);
-        else this.opened.delete(entry);
-      });
-      if (!taken || took > this.calls.timing.marginMs) this.shed(runs.length, took, taken);
-      for (const done of waiting) done();
-    }
-    this.recording = false;
-    for (const done of this.flushed.splice(0)) done();
-  }
-
-  /**
-   * The store failed to record runs, or took more than `leaseMs / 10` to: no run is recorded for a lease period
-   * (the runs waiting are dropped), so that the history does not hold up the claims of slots and the renewals
-   * of leases when the store is overloaded; but the end of a run whose start was recorded still is. Said once
-   * per lease period; a failure was reported already.
-   */
-  private shed(count: number, took: number, taken: boolean): void {
-    const { leaseMs } = this.calls;
-    this.shedUntil = now() + leaseMs;
-    const before = this.runs.size;
-    this.runs = new Set(Array.from(this.runs).filter((entry) => this.opened.has(entry)));
-    const dropped = before - this.runs.size;
-    if (taken) {
-      this.calls.store.slow(
-        `took ${Math.round(took)}ms to record ${count} runs: no run is recorded for the next ${leaseMs}ms ` +
-          `(${dropped} dropped), so that the claims of slots and the renewals of leases keep the store's time`,
-      );
-    }
+    return this.#claims.write(lease, schedule);
   }
 
   /**
@@ -437,7 +263,7 @@ export class Replica {
 
   private async flushReleases(): Promise<void> {
     // The records of the runs drained go first: the replica that takes a lease next finds their ends.
-    await this.flushRuns();
+    await this.records.flush();
     const releases = this.releases;
     this.releases = [];
     const held = releases.flatMap((release) => (release.held === undefined ? [] : [release.held]));
@@ -446,68 +272,6 @@ export class Replica {
     // The replica has left: whatever the store answers from now on is not reported.
     if (last) this.calls.silence();
     for (const release of releases) release.done();
-  }
-
-  private async flushWrites(): Promise<void> {
-    const writes = this.writes;
-    this.writes = [];
-    const sent: PeriodicScheduleWrite[] = [];
-    const pending: typeof writes = [];
-    const names = new Set<string>();
-    const time = now();
-    for (const write of writes) {
-      // The lease may have been lost, or run out, while the write waited for the step before.
-      const { fencingToken, name, validUntil } = write.lease;
-      if (fencingToken === 0 || time >= validUntil) write.done(false);
-      // A job's second write goes in the next step, to be checked against its first.
-      else if (names.has(name)) this.writes.push(write);
-      else {
-        names.add(name);
-        sent.push({ name, fencingToken, schedule: write.schedule });
-        pending.push(write);
-      }
-    }
-    if (sent.length === 0) return;
-    this.claimAhead(time, names, sent, pending);
-    this.claimGap = time - this.claimedAt;
-    this.claimedAt = time;
-    // Records ride with the claims: a store may take them in the same round trip.
-    void this.flushRuns();
-    this.writing = true;
-    // A failure was reported, and drops the writes: a slot whose claim failed is not run.
-    const taken = await this.calls
-      .writeSchedules(this.owner, sent)
-      .catch(() => sent.map((): PeriodicScheduleWritten => false));
-    this.writing = false;
-    pending.forEach((write, i) => write.done(taken[i]));
-    if (this.writes.length > 0) void this.flushWrites();
-  }
-
-  /**
-   * Adds to a step of claims those of the slots due within `CLAIM_AHEAD_MS` whose jobs allow it (`AheadClaimer`),
-   * if the lease is still valid when they come.
-   */
-  private claimAhead(
-    time: number,
-    names: Set<string>,
-    sent: PeriodicScheduleWrite[],
-    pending: typeof this.writes,
-  ): void {
-    const until = time + CLAIM_AHEAD_MS;
-    for (let window = Math.floor(time / CLAIM_AHEAD_MS); window <= until / CLAIM_AHEAD_MS; window++) {
-      for (const lease of this.ahead.get(window) ?? []) {
-        const { aheadAt, claimer, fencingToken, name } = lease;
-        if (aheadAt <= time || aheadAt > until || names.has(name)) continue;
-        if (lease.phase !== 'competing' || !lease.held) continue;
-        const schedule = lease.validUntil > aheadAt ? claimer?.claimAhead() : undefined;
-        if (schedule === undefined) continue;
-        this.claimedUntil = Math.max(this.claimedUntil, aheadAt);
-        this.expect(lease, 0);
-        names.add(name);
-        sent.push({ name, fencingToken, schedule });
-        claimer!.claimedAhead(new Promise((done) => pending.push({ lease, schedule, done })));
-      }
-    }
   }
 
   private async heartbeat(): Promise<void> {
@@ -652,19 +416,6 @@ export class Replica {
       if (!lease.owned && lease.phase === 'competing' && lease.fencingToken !== 0) lease.phase = 'handing';
       else if (lease.owned && lease.phase === 'handing') lease.phase = 'competing';
     }
-  }
-
-  /**
-   * @internal The id of a new run of one of this replica's jobs in the store, unique in the fleet: the session's
-   * and a count of its runs, of every job (a jobId counts the runs of one job only).
-   */
-  runId(): string {
-    return `${this.#runIds}#${++this.#runs}`;
-  }
-
-  /** @internal Whether run `id` is one of this session's (`runId`): its end is this process's to record. */
-  ranHere(id: string): boolean {
-    return id.startsWith(`${this.#runIds}#`);
   }
 
   /** @internal Gives up a lease handed over whose job is idle, for its new owner to take. */

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, relative } from 'node:path';
 import ts from 'typescript';
@@ -27,10 +27,21 @@ export function compileApp(entry: string, folder?: string): string {
     });
     const target = join(out, relative(root, source)).replace(/\.ts$/, '.js');
     mkdirSync(dirname(target), { recursive: true });
-    writeFileSync(target, outputText);
+    write(target, outputText);
   }
-  writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n');
+  write(join(out, 'package.json'), '{ "type": "module" }\n');
   return join(out, relative(root, entry)).replace(/\.ts$/, '.js');
+}
+
+/**
+ * Writes a compiled file where its content changed, whole at once (a file renamed into place): test files that
+ * run side by side compile the same sources into the same folder while the other's processes load them.
+ */
+function write(target: string, content: string): void {
+  if (existsSync(target) && readFileSync(target, 'utf8') === content) return;
+  const partial = `${target}.${process.pid}.partial`;
+  writeFileSync(partial, content);
+  renameSync(partial, target);
 }
 
 function listTs(directory: string): string[] {

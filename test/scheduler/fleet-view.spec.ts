@@ -7,7 +7,8 @@ import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
 import type { PeriodicContext } from '../../lib/scheduler/run.js';
 import { advance, EventLog, flush, startScheduler, twoReplicas, useFakeTimers } from './helpers.js';
 import { StoreLog } from '../../lib/scheduler/store-log.js';
-import { CLAIM_AHEAD_MS, Replica } from '../../lib/scheduler/replica.js';
+import { Replica } from '../../lib/scheduler/replica.js';
+import { CLAIM_AHEAD_MS } from '../../lib/scheduler/slot-claims.js';
 
 useFakeTimers();
 
@@ -224,6 +225,38 @@ describe('the records of runs on their way to the store', () => {
       // No claim is due within leaseMs / 20 after c's, but those came less than that apart: c's waits that long.
       ['records', 2120 + LEASE_MS / 20, ['c normal']],
     ]);
+  });
+
+  it('of jobs that keep different numbers of runs go in one step, each job keeping its own number', async () => {
+    const calls: [keep: number, names: string[]][] = [];
+    const store = new (class extends Store {
+      override async recordRuns(...args: Parameters<InMemoryCoordinator['recordRuns']>) {
+        calls.push([args[1], args[0].map((run) => run.name)]);
+        return super.recordRuns(...args);
+      }
+    })();
+    const replica = new Replica(new StoreLog(store, { error: () => undefined, log: () => undefined }), 'r1');
+    const schedulers = [2, 5].map((keep) => {
+      const options = { name: `keeps ${keep}`, every: 1000, exclusive: true, coordinator: store };
+      const history = { keep, errors: 'message' as const };
+      return new PeriodicScheduler({ ...options, run: () => undefined }, undefined, { replica, history });
+    });
+    for (const scheduler of schedulers) scheduler.start();
+    await advance(7500);
+    const [two, five] = await Promise.all(schedulers.map((scheduler) => scheduler.history()));
+    expect(two.map((run) => run.jobId)).toEqual([7, 6]);
+    expect(five.map((run) => run.jobId)).toEqual([7, 6, 5, 4, 3]);
+    // Records of both waiting together go in one step: one call per number kept.
+    calls.length = 0;
+    const run = { ...(await store.readHistory('keeps 2', 1, null))[0], id: 'both' };
+    replica.records.record({ ...run, name: 'keeps 2' }, 2, false);
+    replica.records.record({ ...run, name: 'keeps 5' }, 5, false);
+    await replica.records.flush();
+    expect(calls).toEqual([
+      [2, ['keeps 2']],
+      [5, ['keeps 5']],
+    ]);
+    await Promise.all(schedulers.map((scheduler) => scheduler.stop()));
   });
 
   it("with delivery: 'atLeastOnce', go at once: the next holder must know that a run started", async () => {

@@ -1,5 +1,5 @@
 import type { PeriodicRunEntry } from '../../scheduler/coordinator-port.js';
-import { outcomeOf } from '../../scheduler/history.js';
+import { countOutcome, outcomeOf, type SlotStreak } from '../../scheduler/history.js';
 import { RUN_ARRAY_VERSION, RUN_FIELDS } from '../replies.js';
 import type { RunTail } from './tail.js';
 
@@ -39,7 +39,7 @@ export class RecordBatch {
   /** The runs that started in this batch: where their start is among the new records. */
   readonly #started = new Map<string, number>();
   /** Per job whose runs ended: when the last success ended (null if none did), and the failures since. */
-  readonly #outcomes = new Map<string, { ok: number | null; failures: number }>();
+  readonly #outcomes = new Map<string, SlotStreak>();
 
   /**
    * The record of `run` for its job's `list`; `mark`, how long its start is, when it replaces the run's start:
@@ -57,11 +57,13 @@ export class RecordBatch {
       this.#records.fresh.push(record);
     }
     const outcome = outcomeOf(run);
-    if (outcome === 'ok') this.#outcomes.set(run.name, { ok: run.finishedAt ?? 0, failures: 0 });
-    else if (outcome === 'fail') {
-      const { ok = null, failures = 0 } = this.#outcomes.get(run.name) ?? {};
-      this.#outcomes.set(run.name, { ok, failures: failures + 1 });
+    if (outcome === null) return;
+    let streak = this.#outcomes.get(run.name);
+    if (streak === undefined) {
+      streak = { lastSucceededAt: null, consecutiveFailures: 0 };
+      this.#outcomes.set(run.name, streak);
     }
+    countOutcome(streak, outcome, run.finishedAt ?? 0);
   }
 
   get empty(): boolean {
@@ -80,7 +82,7 @@ export class RecordBatch {
   args(): (string | number)[] {
     const failing: (string | number)[] = [];
     const succeeded: (string | number)[] = [];
-    for (const [name, { ok, failures }] of this.#outcomes) {
+    for (const [name, { lastSucceededAt: ok, consecutiveFailures: failures }] of this.#outcomes) {
       if (failures > 0) failing.push(name, failures, ok ?? '');
       if (ok !== null) succeeded.push(`ok:${name}`, ok);
     }

@@ -1,5 +1,5 @@
 import { describeValue } from '../../scheduler/errors.js';
-import { outcomeOf } from '../../scheduler/history.js';
+import { countOutcome, outcomeOf, type SlotStreak } from '../../scheduler/history.js';
 import type { PeriodicRunEntry } from '../../scheduler/coordinator-port.js';
 import { runOf } from '../replies.js';
 
@@ -29,8 +29,8 @@ export class RunTail {
   #runs: PeriodicRunEntry[] = [];
   /** Of the tail's runs not ended yet: where in `#runs` their start is. */
   readonly #open = new Map<string, number>();
-  #okAt = 0;
-  #failures = 0;
+  /** The last success of this holding (none: 0), and the slots that failed since. */
+  readonly #streak: SlotStreak = { lastSucceededAt: 0, consecutiveFailures: 0 };
   #segments = 0;
 
   constructor(readonly name: string) {}
@@ -42,9 +42,7 @@ export class RunTail {
     else if (run.reason === null) this.#open.set(run.id, this.#runs.push(run) - 1);
     else this.#runs.push(run);
     if (run.reason !== null) this.#open.delete(run.id);
-    const outcome = outcomeOf(run);
-    if (outcome === 'ok') [this.#okAt, this.#failures] = [run.finishedAt ?? 0, 0];
-    else if (outcome === 'fail') this.#failures++;
+    countOutcome(this.#streak, outcomeOf(run), run.finishedAt ?? 0);
   }
 
   /**
@@ -62,7 +60,8 @@ export class RunTail {
       this.#open.clear();
       this.#runs.forEach((run, i) => this.#open.set(run.id, i));
     }
-    const head = `${this.#okAt} ${this.#failures} ${this.#segments} ${slots}`;
+    const { lastSucceededAt, consecutiveFailures } = this.#streak;
+    const head = `${lastSucceededAt} ${consecutiveFailures} ${this.#segments} ${slots}`;
     fields.push(`t:${this.name}`, encode(head, this.#runs));
     return fields;
   }

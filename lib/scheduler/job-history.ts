@@ -1,0 +1,172 @@
+// One job's run history as its scheduler writes and reads it (docs/operations.md, "Run history"): a record when a
+// run starts and when it ends, sent to the fleet's store for an exclusive job whose coordinator keeps one and kept
+// in this process's memory otherwise; read back by `history()`; and, when this replica takes the job's lease, the
+// runs that a replica which died left in flight, closed so that none reads as running for ever.
+import type { PeriodicRunEntry } from './coordinator-port.js';
+import { messageOf, PeriodicStoreError } from './errors.js';
+import type { JobExitReason } from './events.js';
+import {
+  errorOf,
+  finish,
+  HISTORY_DEFAULTS,
+  type HistorySettings,
+  historyQuery,
+  LocalHistory,
+  type PeriodicRunRecord,
+  runRecord,
+} from './history.js';
+import type { ResolvedPeriodicOptions } from './options.js';
+import type { Replica } from './replica.js';
+import type { Run } from './run.js';
+
+/** The error a run left in flight by a replica that died is closed with. */
+const REPLICA_LOST = 'PeriodicReplicaLost';
+
+export class JobHistory {
+  /** The runs kept in memory, when the history is not the fleet's: made with the first. */
+  #local: LocalHistory | undefined;
+  /** The latest run this replica recorded in the fleet's history: its own last run, while the store is away. */
+  #lastRecorded: PeriodicRunEntry | undefined;
+
+  /**
+   * @param options the job's options: its name, and whether its records go to the store at once (`promptly`).
+   * @param replica this replica's name, as the records show it.
+   * @param settings how runs are recorded; false: not at all.
+   * @param errors what a run's error becomes wherever it leaves the run (the history, fleet status, the dashboard).
+   * @param lease the replica through which an exclusive job holds its lease, whose store may keep the history.
+   */
+  constructor(
+    private readonly options: ResolvedPeriodicOptions,
+    readonly replica: string,
+    readonly settings: HistorySettings,
+    readonly errors: 'message' | 'name',
+    private readonly lease: Replica | undefined,
+  ) {}
+
+  /** The replica whose store keeps the history: an exclusive job's, when its coordinator keeps one. */
+  get fleet(): Replica | undefined {
+    const replica = this.lease;
+    return replica?.calls.recorded === true ? replica : undefined;
+  }
+
+  /** How many runs, and entries of the audit trail, the job keeps. */
+  get kept(): number {
+    return this.settings === false ? HISTORY_DEFAULTS.keep : this.settings.keep;
+  }
+
+  /**
+   * Whether the store takes the job's records at the end of the turn, not with the next claims of its replica: the
+   * next holder of an `'atLeastOnce'` job must find the start of a run its holder did not end, and a test that
+   * ticks by hand reads the fleet's history once the tick has resolved.
+   */
+  get #promptly(): boolean {
+    return this.options.delivery === 'atLeastOnce' || this.options.mode === 'manual';
+  }
+
+  /** Records a run that starts: in the fleet's history, or in memory. The record travels with the run. */
+  started(run: Run): void {
+    const { settings } = this;
+    if (settings === false) return;
+    const fleet = this.fleet;
+    const entry: PeriodicRunEntry = {
+      // Only a store needs to tell the runs of the fleet apart: one in memory is its own object.
+      id: fleet === undefined ? '' : fleet.records.runId(),
+      name: this.options.name,
+      jobId: run.jobId,
+      replica: this.replica,
+      fencingToken: run.fencingToken ?? null,
+      slot: run.slotOrigin === 'timer' ? run.slot : null,
+      origin: run.origin === 'timer' ? 'schedule' : run.origin,
+      attempt: run.attempt,
+      startedAt: run.startedWall,
+      finishedAt: null,
+      reason: null,
+      durationMs: null,
+      error: null,
+    };
+    run.record = entry;
+    if (fleet !== undefined) {
+      this.#lastRecorded = entry;
+      fleet.records.record(entry, settings.keep, this.#promptly);
+    } else (this.#local ??= new LocalHistory(settings.keep)).record(entry);
+  }
+
+  /** Records the end of a run: it ended with `reason` after `durationMs`, having thrown `error` if `failed`. */
+  ended(
+    run: Run,
+    reason: JobExitReason,
+    durationMs: number,
+    failed: boolean,
+    error: unknown,
+    retrying: boolean,
+  ): void {
+    const entry = run.record;
+    const { settings } = this;
+    if (entry === undefined || settings === false) return;
+    finish(entry, reason, durationMs, failed ? errorOf(error, this.errors) : null, retrying);
+    // One kept in memory is in its ring already.
+    this.fleet?.records.record(entry, settings.keep, this.#promptly);
+  }
+
+  /** The latest run this replica knows of: the last in memory, or the last it sent to the fleet's store. */
+  get last(): PeriodicRunEntry | null {
+    return this.#local?.read(1, null)[0] ?? this.#lastRecorded ?? null;
+  }
+
+  /**
+   * The job's latest runs, newest first by start, a run in flight included: the fleet's for an exclusive job
+   * whose coordinator keeps them, this process's otherwise (see `PeriodicScheduler.history`).
+   */
+  async read(query?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {
+    const { name } = this.options;
+    const { limit, before } = historyQuery(name, query, this.kept);
+    if (this.settings === false) return [];
+    const fleet = this.fleet;
+    if (fleet === undefined) return (this.#local?.read(limit, before) ?? []).map(runRecord);
+    // This replica's own records are sent first: what it ran is in what it reads.
+    await fleet.records.flush();
+    const entries = await fleet.calls.readHistory(name, limit, before, this.kept).catch((error: unknown) => {
+      throw new PeriodicStoreError(
+        `history() of job "${name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
+          'Try again once the store answers.',
+        { cause: error },
+      );
+    });
+    return entries.map(runRecord);
+  }
+
+  /** The latest `count` runs in the fleet's store, or undefined when it did not answer. */
+  latest(count: number): Promise<PeriodicRunEntry[] | undefined> {
+    return this.fleet!.calls.readHistory(this.options.name, count, null, this.kept).catch(() => undefined);
+  }
+
+  /**
+   * This replica took the lease with `fencingToken`, having found the last holding expired at `foundAt` (wall
+   * clock): each run of `runs` in flight that an earlier holding started, and that no process of this replica's
+   * session runs, lost its replica, which can no longer record its end. Its end is recorded here (`'leaseLost'`);
+   * `retried` is the one whose slot runs again (`delivery: 'atLeastOnce'`).
+   */
+  closeLost(
+    runs: PeriodicRunEntry[],
+    fencingToken: number,
+    foundAt: number,
+    retried: PeriodicRunEntry | undefined,
+  ): void {
+    const fleet = this.fleet!;
+    const { settings } = this;
+    if (settings === false) return;
+    for (const run of runs) {
+      if (run.reason !== null || (run.fencingToken ?? 0) >= fencingToken || fleet.records.ranHere(run.id))
+        continue;
+      const message = `replica ${run.replica} stopped renewing its lease`;
+      finish(
+        run,
+        'leaseLost',
+        Math.max(0, foundAt - run.startedAt),
+        { name: REPLICA_LOST, message: this.errors === 'name' ? '' : message },
+        run === retried,
+      );
+      fleet.records.record(run, settings.keep, true);
+    }
+  }
+}
