@@ -6,6 +6,7 @@ import type {
   PeriodicTriggerRequest,
 } from '../scheduler/coordinator-port.js';
 import { isMilliseconds, type OptionRule } from '../scheduler/rules.js';
+import { readRun } from '../scheduler/reply-checks.js';
 
 /**
  * A store's integer reply as a number: a number, or the digits of one (a Redis client with `stringNumbers`,
@@ -74,9 +75,6 @@ export function operationOf(record: string): PeriodicOperation {
   };
 }
 
-const ORIGINS = new Set(['schedule', 'trigger', 'manual', 'retry', 'recovery']);
-const REASONS = new Set(['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost']);
-
 /** The version of a run's record as a JSON array: its first item. */
 export const RUN_ARRAY_VERSION = 2;
 
@@ -100,7 +98,8 @@ export const RUN_FIELDS = [
 ] as const;
 
 /**
- * A run from its record, as a JSON object, or an array of job `job`'s; read as leniently as an operation.
+ * A run from its record, as a JSON object, or an array of job `job`'s; read leniently (`readRun`), as an
+ * operation is.
  */
 export function runOf(record: string, job?: string): PeriodicRunEntry {
   let parsed = (JSON.parse(record) ?? {}) as Partial<Record<keyof PeriodicRunEntry, unknown>>;
@@ -114,32 +113,9 @@ export function runOf(record: string, job?: string): PeriodicRunEntry {
       error: fields.error === undefined ? null : { name: errorName, message },
     };
   }
-  const text = (value: unknown) => (typeof value === 'string' ? value : null);
-  const whole = (value: unknown) =>
-    typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
-  const { id, name, origin, reason, error, durationMs } = parsed;
-  if (typeof id !== 'string' || typeof name !== 'string' || whole(parsed.startedAt) === null) {
-    throw new Error(`the store keeps ${describeValue(record)}, which is not a run`);
-  }
-  const { name: errorName, message } = (error ?? {}) as { name?: unknown; message?: unknown };
-  return {
-    id,
-    name,
-    jobId: whole(parsed.jobId) ?? 0,
-    replica: text(parsed.replica) ?? 'unknown',
-    fencingToken: whole(parsed.fencingToken),
-    slot: whole(parsed.slot),
-    origin: ORIGINS.has(origin as string) ? (origin as PeriodicRunEntry['origin']) : 'schedule',
-    attempt: whole(parsed.attempt) ?? 1,
-    startedAt: whole(parsed.startedAt)!,
-    finishedAt: whole(parsed.finishedAt),
-    reason: REASONS.has(reason as string) ? (reason as PeriodicRunEntry['reason']) : null,
-    durationMs: typeof durationMs === 'number' ? durationMs : null,
-    error:
-      error === null || error === undefined
-        ? null
-        : { name: text(errorName) ?? 'Error', message: text(message) ?? '' },
-  };
+  const run = readRun(parsed);
+  if (run === undefined) throw new Error(`the store keeps ${describeValue(record)}, which is not a run`);
+  return run;
 }
 
 /** A trigger left for the holder, from its record as JSON. */

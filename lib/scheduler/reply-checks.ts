@@ -141,20 +141,87 @@ export const OPERATION = {
   expected: 'an operation { action, by, note, replica, at }',
 };
 
+const ORIGINS: ReadonlySet<unknown> = new Set(['schedule', 'trigger', 'manual', 'retry', 'recovery']);
+const REASONS: ReadonlySet<unknown> = new Set([
+  'normal',
+  'error',
+  'timeout',
+  'killed',
+  'shutdown',
+  'leaseLost',
+]);
+const isText = (value: unknown) => typeof value === 'string';
+const isWholeOrNull = (value: unknown) => value === null || isWhole(value);
+const textOr = (otherwise: string) => (value: unknown) => (typeof value === 'string' ? value : otherwise);
+
+/**
+ * The one shape of a run's record (`PeriodicRunEntry`, `retrying` aside): what each field must be, and, for a
+ * field a record can be read without, what it reads as when it is not that (`otherwise`). A coordinator's reply
+ * must be the shape ({@link RUN}); a record a store kept, which another version of the package may have
+ * written, is read leniently ({@link readRun}).
+ */
+const RUN_SHAPE: {
+  [Field in Exclude<keyof PeriodicRunEntry, 'retrying'>]-?: {
+    accepts(value: unknown): boolean;
+    otherwise?(value: unknown): PeriodicRunEntry[Field];
+  };
+} = {
+  id: { accepts: isText },
+  name: { accepts: isText },
+  jobId: { accepts: isWhole, otherwise: () => 0 },
+  replica: { accepts: isText, otherwise: () => 'unknown' },
+  fencingToken: { accepts: isWholeOrNull, otherwise: () => null },
+  slot: { accepts: isWholeOrNull, otherwise: () => null },
+  origin: { accepts: (value) => ORIGINS.has(value), otherwise: () => 'schedule' },
+  attempt: { accepts: isWhole, otherwise: () => 1 },
+  startedAt: { accepts: isWhole },
+  finishedAt: { accepts: isWholeOrNull, otherwise: () => null },
+  reason: { accepts: (value) => value === null || REASONS.has(value), otherwise: () => null },
+  durationMs: { accepts: (value) => value === null || typeof value === 'number', otherwise: () => null },
+  error: {
+    accepts: (value) => {
+      if (value === null) return true;
+      const { name, message } = (value ?? {}) as { name?: unknown; message?: unknown };
+      return isText(name) && isText(message);
+    },
+    otherwise: (value) => {
+      if (value === null || value === undefined) return null;
+      const { name, message } = value as { name?: unknown; message?: unknown };
+      return { name: textOr('Error')(name), message: textOr('')(message) };
+    },
+  },
+};
+
+const RUN_FIELDS = Object.entries(RUN_SHAPE) as [keyof typeof RUN_SHAPE, (typeof RUN_SHAPE)['id']][];
+
 export const RUN = {
   accepts: (value: unknown): value is PeriodicRunEntry => {
-    const entry = (value ?? {}) as Partial<PeriodicRunEntry>;
-    return (
-      typeof entry.id === 'string' &&
-      typeof entry.name === 'string' &&
-      isWhole(entry.jobId) &&
-      typeof entry.replica === 'string' &&
-      isWhole(entry.startedAt) &&
-      (entry.finishedAt === null || isWhole(entry.finishedAt))
-    );
+    if (typeof value !== 'object' || value === null) return false;
+    const entry = value as Record<string, unknown>;
+    return RUN_FIELDS.every(([field, { accepts }]) => accepts(entry[field]));
   },
-  expected: 'an array of runs { id, name, jobId, replica, startedAt, finishedAt, … }',
+  expected:
+    'an array of runs { id, name, jobId, replica, fencingToken, slot, origin, attempt, startedAt, … }',
 };
+
+/**
+ * A run read leniently from what a store kept (see `RUN_SHAPE`), or undefined when it lacks what names it (its
+ * `id`, its job's `name`) or its `startedAt`.
+ */
+export function readRun(value: unknown): PeriodicRunEntry | undefined {
+  const kept = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  const run: Record<string, unknown> = {};
+  for (const [field, { accepts, otherwise }] of RUN_FIELDS) {
+    const given = kept[field];
+    if (accepts(given)) run[field] = given;
+    else if (otherwise === undefined) return undefined;
+    else run[field] = otherwise(given);
+  }
+  // The error's own fields only, whatever else the store kept beside them.
+  const { error } = run as { error: PeriodicRunEntry['error'] };
+  if (error !== null) run.error = { name: error.name, message: error.message };
+  return run as unknown as PeriodicRunEntry;
+}
 
 export const FLEET_READ = {
   accepts: (value: unknown): value is PeriodicFleetRead => {
