@@ -8,7 +8,7 @@ import { checkedOptions, type OptionRule } from './rules.js';
 /** A run of a job, as `history()` reads it. */
 export interface PeriodicRunRecord {
   name: string;
-  /** The run's number in the replica that ran it (1, 2, 3 … per process). */
+  /** The run's number in the replica that ran it: 1, 2, 3 …, after those a replica of its name recorded before. */
   jobId: number;
   /** The replica that ran it. */
   replica: string;

@@ -33,19 +33,20 @@ export class JobHistory {
    * @param replica this replica's name, as the records show it.
    * @param settings how runs are recorded; false: not at all.
    * @param errors what a run's error becomes wherever it leaves the run (the history, fleet status, the dashboard).
-   * @param lease the replica through which an exclusive job holds its lease, whose store may keep the history.
+   * @param leaseReplica the replica through which an exclusive job holds its lease, whose store may keep the
+   *   history.
    */
   constructor(
     private readonly options: ResolvedPeriodicOptions,
     readonly replica: string,
     readonly settings: HistorySettings,
     readonly errors: 'message' | 'name',
-    private readonly lease: Replica | undefined,
+    private readonly leaseReplica: Replica | undefined,
   ) {}
 
   /** The replica whose store keeps the history: an exclusive job's, when its coordinator keeps one. */
   get fleet(): Replica | undefined {
-    const replica = this.lease;
+    const replica = this.leaseReplica;
     return replica?.calls.recorded === true ? replica : undefined;
   }
 

@@ -15,15 +15,15 @@ const AUDIT_SCAN = 10;
 export interface OperatedJob {
   readonly name: string;
   /** The job is paused from now on: the retries waiting fail. */
-  paused(): void;
+  pauseTaken(): void;
   /** The fleet's store has the pause or the resume: the fleet's schedule takes it from there. */
-  written(): void;
+  operationWritten(): void;
   /** The store answered a pause: a retry whose wait ended meanwhile runs now, unless the pause was written. */
   pauseAnswered(): void;
   /** The job runs again; `wasPaused`: it was paused until now. */
-  resumed(wasPaused: boolean): void;
+  resumeTaken(wasPaused: boolean): void;
   /** An operation was recorded: the event `operated`. */
-  operated(operation: PeriodicOperation): void;
+  operationRecorded(operation: PeriodicOperation): void;
 }
 
 export class JobOperations {
@@ -66,7 +66,7 @@ export class JobOperations {
   }
 
   /** Whether a retry may run: a fleet's pause on its way to the store counts once the store has it. */
-  get retries(): boolean {
+  get retriesRun(): boolean {
     return !this.paused && !(this.fleetPaused && this.asking !== 'pause');
   }
 
@@ -74,7 +74,7 @@ export class JobOperations {
   async pause(asked: PeriodicOperation): Promise<void> {
     if (this.store === undefined) {
       this.paused = true;
-      this.job.paused();
+      this.job.pauseTaken();
       return this.record(asked);
     }
     const before = this.fleetPaused;
@@ -83,8 +83,8 @@ export class JobOperations {
     try {
       await this.record(asked);
       this.#writtenAt = now();
-      this.job.written();
-      this.job.paused();
+      this.job.operationWritten();
+      this.job.pauseTaken();
     } catch (error) {
       this.fleetPaused = before;
       throw error;
@@ -99,16 +99,16 @@ export class JobOperations {
     if (this.store === undefined) {
       const paused = this.paused;
       this.paused = false;
-      this.job.resumed(paused);
+      this.job.resumeTaken(paused);
       return this.record(asked);
     }
     this.asking = 'resume';
     await this.record(asked).finally(() => (this.asking = undefined));
     this.#writtenAt = now();
-    this.job.written();
+    this.job.operationWritten();
     const paused = this.fleetPaused;
     this.fleetPaused = false;
-    this.job.resumed(paused);
+    this.job.resumeTaken(paused);
   }
 
   /**
@@ -129,8 +129,8 @@ export class JobOperations {
    * Reads the fleet's pause from the store, as a trigger does before it runs: whether the job is paused, or
    * undefined when the store did not answer.
    */
-  async readPause(store: StoreCalls): Promise<boolean | undefined> {
-    const pause = await store.readPause(this.job.name).catch(() => undefined);
+  async readPause(): Promise<boolean | undefined> {
+    const pause = await this.store?.readPause(this.job.name).catch(() => undefined);
     if (pause !== undefined) this.fleetPaused = pause !== null;
     return pause === undefined ? undefined : pause !== null;
   }
@@ -149,7 +149,7 @@ export class JobOperations {
     } else {
       (this.#audit ??= new LocalAudit(this.keep)).record(asked);
     }
-    this.job.operated(asked);
+    this.job.operationRecorded(asked);
   }
 
   /** The job's audit trail (see `PeriodicScheduler.audit`). */

@@ -1,5 +1,5 @@
 // The times a replica derives from its coordinator's `leaseMs`, each said once, here (docs/replicas.md, "Sizing
-// `leaseMs`"). A replica computes them when it is made and hands them to what needs them.
+// `leaseMs`"). The store's log (store-log.ts) computes them once, and they travel with the store's calls.
 
 /** How long each step of a replica may take or wait, from the lease's length. */
 export interface LeaseTiming {

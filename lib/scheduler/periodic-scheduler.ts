@@ -7,6 +7,7 @@ import {
   type PeriodicCoordinator,
   type PeriodicFleetRead,
   type PeriodicFleetSchedule,
+  type PeriodicOperation,
   type PeriodicTriggerRequest,
 } from './coordinator-port.js';
 import { type StoreCalls } from './store-calls.js';
@@ -139,15 +140,15 @@ export interface SchedulerContext {
  * every step as an event. Plain TypeScript: usable without Nest. An `exclusive` job starts runs only while this
  * replica holds its lease, and on the fleet's schedule.
  */
-export class PeriodicScheduler {
+export class PeriodicScheduler implements OperatedJob {
   /** The job's options, validated, with defaults filled in. */
   readonly options: ResolvedPeriodicOptions;
   /** The job: a function, or a method of an object (see `SchedulerContext.method`). */
   readonly #job: Job | { readonly target: object; readonly key: string | symbol; readonly inherited: Job };
   readonly #sink: Sink | undefined;
   #phase: 'idle' | 'ticking' | 'stopped' = 'idle';
-  /** The job's pause, and the operations that change it. */
-  readonly #operations: JobOperations;
+  /** The job's pause, and the operations that change it: made when the job is first operated or paused. */
+  #operations: JobOperations | undefined;
   /** The job's run history. */
   readonly #history: JobHistory;
   /** What the job did, made when it first has something to count. */
@@ -254,7 +255,6 @@ export class PeriodicScheduler {
       errors,
       own,
     );
-    this.#operations = new JobOperations(this.#operated(), own?.calls, this.#history.kept);
   }
 
   /** The job's name: unique in its registry, the key of its lease and records in a coordinator's store. */
@@ -264,7 +264,7 @@ export class PeriodicScheduler {
 
   /** `'idle'` until `start()`, `'ticking'` (or `'paused'`) until `stop()`, then `'stopped'` for good. */
   get state(): PeriodicJobStatus['state'] {
-    return !this.#operations.open && this.#phase === 'ticking' ? 'paused' : this.#phase;
+    return !this.#open && this.#phase === 'ticking' ? 'paused' : this.#phase;
   }
 
   /** The number of runs being tracked: started, and neither settled nor abandoned. */
@@ -353,7 +353,7 @@ export class PeriodicScheduler {
       if (tick.origin === 'timer') fleet.unheld(tick.slot);
       return this.#endWithoutRun(tick);
     }
-    if (this.#operations.paused) return this.#endWithoutRun(tick);
+    if (this.#operations?.paused) return this.#endWithoutRun(tick);
     // One guard at a time; and one claim at a time, which a trigger does not make.
     const pending = this.#pending;
     if (pending !== undefined && (pending.guard || (pending.claim && tick.origin === 'timer'))) {
@@ -372,12 +372,12 @@ export class PeriodicScheduler {
         fleet.lease.idle();
         return this.#endWithoutRun(tick);
       }
-      const operations = this.#operations;
-      operations.claimed(held === 'paused');
+      if (held === 'paused') this.#operated().claimed(true);
+      else this.#operations?.claimed(false);
       // Closing meanwhile: the claimed slot is given back to the fleet when the lease is released.
       if (this.#phase !== 'ticking') return undefined;
       // Paused (here, or for the fleet), or a trigger's guard is pending: the slot was claimed, and is dropped.
-      if (!operations.open || waiting.guard) {
+      if (!this.#open || waiting.guard) {
         fleet.settled();
         if (waiting.guard) this.#missed(1);
         return this.#endWithoutRun(tick);
@@ -411,7 +411,7 @@ export class PeriodicScheduler {
       (passed) => {
         waiting.guard = false;
         // The lease may have been lost, or the job paused, while the guard was pending.
-        return passed && this.#fleet?.lease.held !== false && this.#operations.open
+        return passed && this.#fleet?.lease.held !== false && this.#open
           ? this.#startRun(tick)
           : this.#endWithoutRun(tick);
       },
@@ -562,7 +562,7 @@ export class PeriodicScheduler {
     }
   }
 
-  // ---- Retries, and slots recovered ----
+  // ---- Slots recovered, and runs a dead replica left in flight ----
 
   /**
    * This replica just took the lease (with `fencingToken`, having found the last one expired at `foundAt`, wall
@@ -647,7 +647,11 @@ export class PeriodicScheduler {
    */
   #retrying(): boolean {
     // A fleet's pause on its way to the store counts once the store has it: `pause()` cancels the retries then.
-    return this.#phase === 'ticking' && this.#operations.retries && this.#fleet?.lease.holding !== false;
+    return (
+      this.#phase === 'ticking' &&
+      (this.#operations?.retriesRun ?? true) &&
+      this.#fleet?.lease.holding !== false
+    );
   }
 
   /** The slot of `failed` runs again in `inMs` ms: reported (`retrying`), and waited for. */
@@ -670,7 +674,7 @@ export class PeriodicScheduler {
   /** A retry's wait is over: the slot runs again, as the overlap policy lets it. */
   #retryDue(pending: PendingRetry): void {
     // A pause being written to the store: the retry waits for its answer (`pause()`).
-    if (this.#operations.asking === 'pause') {
+    if (this.#operations?.asking === 'pause') {
       pending.due = true;
       return;
     }
@@ -701,7 +705,8 @@ export class PeriodicScheduler {
    * now (unless the tick that started nothing armed it already: `arm` false).
    */
   #slotFailed(failed: Run, arm = true): void {
-    this.#recorded().consecutiveFailures++;
+    // Counted here, not by the stores: the record of its last run said a retry would follow.
+    countOutcome(this.#recorded(), 'fail', Date.now());
     // A lease being handed over waited for this retry.
     this.#fleet?.lease.idle();
     if (
@@ -721,7 +726,7 @@ export class PeriodicScheduler {
    */
   #slotsDropped(count: number): boolean {
     // A paused job drops its ticks on purpose.
-    if (this.#fleet?.lease.held !== false && this.#operations.open) this.#missed(count);
+    if (this.#fleet?.lease.held !== false && this.#open) this.#missed(count);
     return this.#phase === 'ticking';
   }
 
@@ -847,7 +852,8 @@ export class PeriodicScheduler {
    * older news.
    */
   fleetPaused(paused: boolean, sent: number): void {
-    this.#operations.heard(paused, sent);
+    if (paused) this.#operated().heard(paused, sent);
+    else this.#operations?.heard(paused, sent);
   }
 
   /** @internal The lease is about to be handed over: a slot claimed and not started goes back to the fleet. */
@@ -932,7 +938,11 @@ export class PeriodicScheduler {
       carrier === undefined ? await this.#trigger() : await askHolder(carrier, { ...asked, name: this.name });
     // Recorded once the run has started, beside it: the audit trail never holds a run up, and a trigger that
     // started nothing is not an operation the job underwent.
-    if (result.ok) void this.#operations.record(asked).catch(() => undefined);
+    if (result.ok) {
+      void this.#operated()
+        .record(asked)
+        .catch(() => undefined);
+    }
     return result;
   }
 
@@ -959,9 +969,10 @@ export class PeriodicScheduler {
     const refusal = this.#refuseTick();
     if (refusal !== undefined) return refusal;
     // The fleet's pause is obeyed before any run: a trigger reads it, as a timer tick's claim does.
-    const store = this.#operations.store;
+    const operations = this.#operated();
+    const store = operations.store;
     if (store !== undefined) {
-      const paused = await this.#operations.readPause(store);
+      const paused = await operations.readPause();
       if (paused === undefined) return { ok: false, error: 'storeUnreachable' };
       if (paused) return { ok: false, error: 'paused' };
       // The lease may have been handed over, or the job stopped, meanwhile.
@@ -993,7 +1004,7 @@ export class PeriodicScheduler {
    * pause is this process's, at once. Recorded in the audit trail, and emitted as `operated`.
    */
   async pause(options?: PeriodicOperationOptions): Promise<void> {
-    return this.#operations.pause(operation(this.name, 'pause', options, this.#history.replica));
+    return this.#operated().pause(operation(this.name, 'pause', options, this.#history.replica));
   }
 
   /**
@@ -1001,32 +1012,53 @@ export class PeriodicScheduler {
    * fleet, as `pause()` paused it.
    */
   async resume(options?: PeriodicOperationOptions): Promise<void> {
-    return this.#operations.resume(operation(this.name, 'resume', options, this.#history.replica));
+    return this.#operated().resume(operation(this.name, 'resume', options, this.#history.replica));
   }
 
   /** The job's audit trail: the latest `limit` (default 50) of its pauses, resumes and triggers, newest first. */
   audit(options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
-    return this.#operations.audit(options);
+    return this.#operated().audit(options);
   }
 
-  /** What the job's operations report back: what a pause and a resume do to its ticks and retries. */
-  #operated(): OperatedJob {
-    return {
-      name: this.name,
-      paused: () => this.#cancelRetries(),
-      written: () => this.#fleet?.operated(),
-      pauseAnswered: () => {
-        for (const pending of [...(this.#retries ?? [])]) if (pending.due) this.#retryDue(pending);
-      },
-      // After a resume, a shifted job's next tick comes `every` from now (one with a run in flight: when it ends).
-      resumed: (paused) => {
-        if (paused && this.options.delayMode === 'shifted' && isArmed(this))
-          this.#armNext(this.options.every);
-      },
-      operated: (asked) => {
-        if (this.#wants('operated')) this.#emit({ type: 'operated', ...auditEntry(this.name, asked) });
-      },
-    };
+  /** The job's operations, made when first needed: most jobs are never paused, triggered or audited. */
+  #operated(): JobOperations {
+    return (this.#operations ??= new JobOperations(
+      this,
+      this.#fleet?.lease.replica.calls,
+      this.#history.kept,
+    ));
+  }
+
+  /** Whether a tick may start a run, as far as a pause goes. */
+  get #open(): boolean {
+    return this.#operations?.open ?? true;
+  }
+
+  // What the job's operations report back (OperatedJob): what a pause and a resume do to its ticks and retries.
+
+  /** @internal The job is paused from now on: the retries waiting fail. */
+  pauseTaken(): void {
+    this.#cancelRetries();
+  }
+
+  /** @internal The fleet's store has the pause or the resume: the fleet's schedule takes it from there. */
+  operationWritten(): void {
+    this.#fleet?.operated();
+  }
+
+  /** @internal The store answered a pause: a retry whose wait ended meanwhile runs now, unless it was written. */
+  pauseAnswered(): void {
+    for (const pending of [...(this.#retries ?? [])]) if (pending.due) this.#retryDue(pending);
+  }
+
+  /** @internal The job runs again: a shifted job's next tick comes `every` from now (with a run in flight: when it ends). */
+  resumeTaken(wasPaused: boolean): void {
+    if (wasPaused && this.options.delayMode === 'shifted' && isArmed(this)) this.#armNext(this.options.every);
+  }
+
+  /** @internal An operation was recorded: the event `operated`. */
+  operationRecorded(asked: PeriodicOperation): void {
+    if (this.#wants('operated')) this.#emit({ type: 'operated', ...auditEntry(this.name, asked) });
   }
 
   /** @internal Whether the job records its runs: the module's `history` is not false. */
@@ -1080,7 +1112,7 @@ export class PeriodicScheduler {
         lease?.held === true
           ? { replica, fencingToken: lease.fencingToken, until: Date.now() + (lease.validUntil - now()) }
           : null,
-      pause: this.state === 'paused' ? this.#operations.pauseOf(replica) : null,
+      pause: this.state === 'paused' ? this.#operated().pauseOf(replica) : null,
       lastRun: this.#history.last,
       lastSucceededAt: succeeded === undefined || Number.isNaN(succeeded) ? null : succeeded,
       consecutiveFailures: record?.consecutiveFailures ?? 0,
@@ -1191,7 +1223,7 @@ export class PeriodicScheduler {
   /** Why a tick asked for now would start nothing, if it is known before the tick. */
   #refuseTick(): Extract<SyncTickResult, { ok: false }> | undefined {
     if (this.#phase !== 'ticking') return { ok: false, error: 'jobNotStarted' };
-    if (this.#operations.paused) return { ok: false, error: 'paused' };
+    if (this.#operations?.paused) return { ok: false, error: 'paused' };
     if (this.#fleet?.lease.held === false) return { ok: false, error: 'notLeaseHolder' };
     return undefined;
   }

@@ -192,13 +192,13 @@ const RUN_SHAPE: {
   },
 };
 
-const RUN_FIELDS = Object.entries(RUN_SHAPE) as [keyof typeof RUN_SHAPE, (typeof RUN_SHAPE)['id']][];
+const SHAPE_FIELDS = Object.entries(RUN_SHAPE) as [keyof typeof RUN_SHAPE, (typeof RUN_SHAPE)['id']][];
 
 export const RUN = {
   accepts: (value: unknown): value is PeriodicRunEntry => {
     if (typeof value !== 'object' || value === null) return false;
     const entry = value as Record<string, unknown>;
-    return RUN_FIELDS.every(([field, { accepts }]) => accepts(entry[field]));
+    return SHAPE_FIELDS.every(([field, { accepts }]) => accepts(entry[field]));
   },
   expected:
     'an array of runs { id, name, jobId, replica, fencingToken, slot, origin, attempt, startedAt, … }',
@@ -211,7 +211,7 @@ export const RUN = {
 export function readRun(value: unknown): PeriodicRunEntry | undefined {
   const kept = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const run: Record<string, unknown> = {};
-  for (const [field, { accepts, otherwise }] of RUN_FIELDS) {
+  for (const [field, { accepts, otherwise }] of SHAPE_FIELDS) {
     const given = kept[field];
     if (accepts(given)) run[field] = given;
     else if (otherwise === undefined) return undefined;

@@ -361,6 +361,15 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
       );
       assert.deepEqual(await store.readHistory(name, 2, null, 2), [run(63, 'normal'), run(62, 'normal')]);
       assert.deepEqual((await store.readFleet([name]))[0].lastRun, run(63, 'normal'));
+      // Jobs that keep different numbers of runs, recorded in the same turn: each keeps its own number.
+      const [many, few] = [job(), job()];
+      const twelve = (of: string) =>
+        Array.from({ length: 12 }, (_, i) => ({ ...runEntry(of, i + 1, fencingToken, 'normal', 'r1') }));
+      await Promise.all([store.recordRuns(twelve(many), 10), store.recordRuns(twelve(few), 2)]);
+      const jobIds = async (of: string, keep: number) =>
+        (await store.readHistory(of, keep, null, keep)).map(({ jobId }) => jobId);
+      assert.deepEqual(await jobIds(many, 10), [12, 11, 10, 9, 8, 7, 6, 5, 4, 3]);
+      assert.deepEqual(await jobIds(few, 2), [12, 11]);
     } finally {
       clearInterval(beating);
       if (held) await store.releaseAll(a, renew, true);

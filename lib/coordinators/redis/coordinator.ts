@@ -164,7 +164,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
    * a run forgotten here is pushed, as is the end of one whose start is no longer among the 32 newest.
    */
   readonly #open = new Set<string>();
-  /** How many runs per job the records keep (the latest `keep` given): what they are cut back to, and what a history read without `keep` reads. */
+  /** How many runs per job a history read without `keep` reads: the latest `keep` given. */
   #keep = HISTORY_DEFAULTS.keep;
   /**
    * The grid each job's schedule has in Redis, as this coordinator last wrote it under a fencing token: a write
@@ -383,7 +383,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       const sent = [
         ...(lists === undefined ? [] : [answers]),
         ...more.map((batch) => this.#writeSchedulesStep('', [], batch)),
-        ...this.#sendTails(records.tails),
+        ...this.#sendTails(records.tails, records.keep),
       ];
       Promise.all(sent).then(
         () => records.waiting.forEach(({ resolve }) => resolve()),
@@ -394,7 +394,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
   }
 
   /** The fields of the histories of the jobs held that have new records (RunTail), an HSET per owner and STEP jobs. */
-  #sendTails(tails: Map<Holding, PeriodicRunEntry[]>): Promise<unknown>[] {
+  #sendTails(tails: Map<Holding, PeriodicRunEntry[]>, keep: number): Promise<unknown>[] {
     const commands = new Map<string, { jobs: number; pairs: string[] }[]>();
     for (const [{ owner, tail }, runs] of tails) {
       for (const run of runs) tail.add(run);
@@ -402,7 +402,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       if (ofOwner.length === 0 || ofOwner.at(-1)!.jobs === STEP) ofOwner.push({ jobs: 0, pairs: [] });
       const command = ofOwner.at(-1)!;
       command.jobs++;
-      command.pairs.push(...tail.fields(this.#keep));
+      command.pairs.push(...tail.fields(keep));
       commands.set(owner, ofOwner);
     }
     return [...commands].flatMap(([owner, ofOwner]) =>
@@ -503,7 +503,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       keys,
       owner,
       writes.length,
-      lists === undefined ? 1 : this.#keep,
+      lists === undefined ? 1 : lists.keep,
       ...fields,
       ...values,
       ...tokens,
@@ -531,8 +531,12 @@ export class RedisCoordinator implements PeriodicCoordinator {
    */
   recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
     return new Promise((resolve, reject) => {
+      // A batch holds the records of jobs that keep one number of runs: another number starts a batch of its own.
+      if (this.#records !== undefined && this.#records.keep !== keep) {
+        this.#send(undefined, [], this.#takeRecords()).catch(() => undefined);
+      }
       if (this.#records === undefined) {
-        this.#records = new Records();
+        this.#records = new Records(keep);
         queueMicrotask(() => {
           const records = this.#takeRecords();
           if (records !== undefined) this.#send(undefined, [], records).catch(() => undefined);

@@ -15,23 +15,30 @@ export interface Holding {
   tail: RunTail;
 }
 
-/** Records of runs to send, and those waiting for their answer. */
+/** Records of runs of jobs that keep `keep` runs to send, and those waiting for their answer. */
 export class Records {
   readonly waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
   /** The runs of jobs held, for their tails, in the order they were recorded. */
   readonly tails = new Map<Holding, PeriodicRunEntry[]>();
   /** The others, for the lists: a script for each STEP records, in order. */
-  readonly lists = [new RecordBatch()];
+  readonly lists: RecordBatch[];
+
+  constructor(readonly keep: number) {
+    this.lists = [new RecordBatch(keep)];
+  }
 
   /** The batch that takes the next record for a list. */
   list(): RecordBatch {
-    if (this.lists.at(-1)!.size >= STEP) this.lists.push(new RecordBatch());
+    if (this.lists.at(-1)!.size >= STEP) this.lists.push(new RecordBatch(this.keep));
     return this.lists.at(-1)!;
   }
 }
 
 /** Records of runs to send to their lists in one script, in the sections of record.lua (lua/include/). */
 export class RecordBatch {
+  /** @param keep how many runs the lists keep. */
+  constructor(readonly keep: number) {}
+
   /** The lists of the records that replace a start, then those of the new records: the script's KEYS. */
   readonly #lists: { replacing: string[]; fresh: string[] } = { replacing: [], fresh: [] };
   /** Per record that replaces a start, the record and how long its mark is; and the new records. */
