@@ -140,7 +140,7 @@ export interface SchedulerContext {
  * every step as an event. Plain TypeScript: usable without Nest. An `exclusive` job starts runs only while this
  * replica holds its lease, and on the fleet's schedule.
  */
-export class PeriodicScheduler implements OperatedJob {
+export class PeriodicScheduler {
   /** The job's options, validated, with defaults filled in. */
   readonly options: ResolvedPeriodicOptions;
   /** The job: a function, or a method of an object (see `SchedulerContext.method`). */
@@ -1022,8 +1022,10 @@ export class PeriodicScheduler implements OperatedJob {
 
   /** The job's operations, made when first needed: most jobs are never paused, triggered or audited. */
   #operated(): JobOperations {
+    // The scheduler is the OperatedJob its operations report to, checked here: its methods for that are
+    // internal, so the published declarations cannot say `implements` (they would not hold without them).
     return (this.#operations ??= new JobOperations(
-      this,
+      this satisfies OperatedJob,
       this.#fleet?.lease.replica.calls,
       this.#history.kept,
     ));
