@@ -1,5 +1,14 @@
 /** How a run ended. */
 export type JobExitReason = 'normal' | 'error' | 'timeout' | 'killed' | 'shutdown' | 'leaseLost';
+/** Every exit reason, in an order the history's memory counts on: add new ones at the end. */
+export const EXIT_REASONS: readonly JobExitReason[] = [
+  'normal',
+  'error',
+  'timeout',
+  'killed',
+  'shutdown',
+  'leaseLost',
+];
 
 /**
  * The exit reasons of a failed run: what `consecutiveFailures` counts, what a span and a trace report as an

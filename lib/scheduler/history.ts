@@ -5,6 +5,15 @@ import { describeValue, isError } from './errors.js';
 import { FAILED_RUNS, type JobExitReason } from './events.js';
 import { checkedOptions, type OptionRule } from './rules.js';
 
+/** Every origin of a run, in an order the history's memory counts on: add new ones at the end. */
+export const RUN_ORIGINS: readonly PeriodicRunEntry['origin'][] = [
+  'schedule',
+  'trigger',
+  'manual',
+  'retry',
+  'recovery',
+];
+
 /** A run of a job, as `history()` reads it. */
 export interface PeriodicRunRecord {
   name: string;
@@ -198,25 +207,4 @@ export function newestFirst(
     .filter((entry) => before === null || entry.startedAt < before)
     .sort((a, b) => b.startedAt - a.startedAt || b.jobId - a.jobId)
     .slice(0, limit);
-}
-
-/** The history of a job that is not the fleet's: the latest `keep` runs in a ring, in start order. */
-export class LocalHistory {
-  readonly #ring: PeriodicRunEntry[] = [];
-  /** Once the ring is full: where the next record goes, over the oldest. */
-  #next = 0;
-
-  constructor(private readonly keep: number) {}
-
-  record(entry: PeriodicRunEntry): void {
-    if (this.#ring.length < this.keep) this.#ring.push(entry);
-    else {
-      this.#ring[this.#next] = entry;
-      this.#next = (this.#next + 1) % this.keep;
-    }
-  }
-
-  read(limit: number, before: number | null): PeriodicRunEntry[] {
-    return newestFirst(this.#ring, limit, before);
-  }
 }

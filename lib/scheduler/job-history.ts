@@ -11,20 +11,20 @@ import {
   HISTORY_DEFAULTS,
   type HistorySettings,
   historyQuery,
-  LocalHistory,
   type PeriodicRunRecord,
   runRecord,
 } from './history.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 import type { Replica } from './replica.js';
 import type { Run } from './run.js';
+import { RunRing } from './run-ring.js';
 
 /** The error a run left in flight by a replica that died is closed with. */
 const REPLICA_LOST = 'PeriodicReplicaLost';
 
 export class JobHistory {
   /** The runs kept in memory, when the history is not the fleet's: made with the first. */
-  #local: LocalHistory | undefined;
+  #local: RunRing | undefined;
   /** The latest run this replica recorded in the fleet's history: its own last run, while the store is away. */
   #lastRecorded: PeriodicRunEntry | undefined;
 
@@ -64,20 +64,30 @@ export class JobHistory {
     return this.options.delivery === 'atLeastOnce' || this.options.mode === 'manual';
   }
 
-  /** Records a run that starts: in the fleet's history, or in memory. The record travels with the run. */
+  /**
+   * Records a run that starts: in the fleet's history, where its record travels with the run, or in memory,
+   * where it makes no object.
+   */
   started(run: Run): void {
     const { settings } = this;
     if (settings === false) return;
+    const slot = run.slotOrigin === 'timer' ? run.slot : null;
+    const origin = run.origin === 'timer' ? 'schedule' : run.origin;
+    const fencingToken = run.fencingToken ?? null;
     const fleet = this.fleet;
+    if (fleet === undefined) {
+      this.#local ??= new RunRing(this.options.name, this.replica, settings.keep);
+      this.#local.started(run.jobId, run.startedWall, slot, origin, run.attempt, fencingToken);
+      return;
+    }
     const entry: PeriodicRunEntry = {
-      // Only a store needs to tell the runs of the fleet apart: one in memory is its own object.
-      id: fleet === undefined ? '' : fleet.records.runId(),
+      id: fleet.records.runId(),
       name: this.options.name,
       jobId: run.jobId,
       replica: this.replica,
-      fencingToken: run.fencingToken ?? null,
-      slot: run.slotOrigin === 'timer' ? run.slot : null,
-      origin: run.origin === 'timer' ? 'schedule' : run.origin,
+      fencingToken,
+      slot,
+      origin,
       attempt: run.attempt,
       startedAt: run.startedWall,
       finishedAt: null,
@@ -86,10 +96,8 @@ export class JobHistory {
       error: null,
     };
     run.record = entry;
-    if (fleet !== undefined) {
-      this.#lastRecorded = entry;
-      fleet.records.record(entry, settings.keep, this.#promptly);
-    } else (this.#local ??= new LocalHistory(settings.keep)).record(entry);
+    this.#lastRecorded = entry;
+    fleet.records.record(entry, settings.keep, this.#promptly);
   }
 
   /** Records the end of a run: it ended with `reason` after `durationMs`, having thrown `error` if `failed`. */
@@ -101,17 +109,21 @@ export class JobHistory {
     error: unknown,
     retrying: boolean,
   ): void {
-    const entry = run.record;
     const { settings } = this;
-    if (entry === undefined || settings === false) return;
-    finish(entry, reason, durationMs, failed ? errorOf(error, this.errors) : null, retrying);
-    // One kept in memory is in its ring already.
+    if (settings === false) return;
+    const thrown = failed ? errorOf(error, this.errors) : null;
+    const entry = run.record;
+    if (entry === undefined) {
+      this.#local?.ended(run.jobId, reason, durationMs, thrown, retrying);
+      return;
+    }
+    finish(entry, reason, durationMs, thrown, retrying);
     this.fleet?.records.record(entry, settings.keep, this.#promptly);
   }
 
   /** The latest run this replica knows of: the last in memory, or the last it sent to the fleet's store. */
   get last(): PeriodicRunEntry | null {
-    return this.#local?.read(1, null)[0] ?? this.#lastRecorded ?? null;
+    return this.#local?.last ?? this.#lastRecorded ?? null;
   }
 
   /**

@@ -16,6 +16,8 @@ import type {
   PeriodicTriggerSteps,
 } from './coordinator-port.js';
 import { describeValue } from './errors.js';
+import { EXIT_REASONS } from './events.js';
+import { RUN_ORIGINS } from './history.js';
 
 /** The steps of each of a coordinator's capabilities: it has one when it has every step of it. */
 const CAPABILITIES = {
@@ -141,15 +143,8 @@ export const OPERATION = {
   expected: 'an operation { action, by, note, replica, at }',
 };
 
-const ORIGINS: ReadonlySet<unknown> = new Set(['schedule', 'trigger', 'manual', 'retry', 'recovery']);
-const REASONS: ReadonlySet<unknown> = new Set([
-  'normal',
-  'error',
-  'timeout',
-  'killed',
-  'shutdown',
-  'leaseLost',
-]);
+const ORIGINS: ReadonlySet<unknown> = new Set(RUN_ORIGINS);
+const REASONS: ReadonlySet<unknown> = new Set(EXIT_REASONS);
 const isText = (value: unknown) => typeof value === 'string';
 const isWholeOrNull = (value: unknown) => value === null || isWhole(value);
 const textOr = (otherwise: string) => (value: unknown) => (typeof value === 'string' ? value : otherwise);
