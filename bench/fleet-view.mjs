@@ -207,6 +207,7 @@ async function memory() {
   const [heapOff, heapOn] = [await heap(false), await heap(history)];
   const [nsOff, nsOn] = [await time(false), await time(history)];
   return {
+    date: new Date().toISOString(),
     jobs: 10_000,
     keep: 100,
     on: { heapMB: Math.round(heapOn / 1e5) / 10, nsPerTick: nsOn },

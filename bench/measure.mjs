@@ -384,7 +384,74 @@ function installRecorder() {
   });
 }
 
-const scenarios = { timing, scale, idle, cron, bootstrap, shutdown, manualTicks, status, observed };
+/**
+ * The dashboard's list with 100,000 jobs (every hour, 1,000 of them exclusive on an in-memory coordinator, every
+ * hundredth paused): the size (kB) and the time (ms) of the list's first page and of the API's, and the time of
+ * the page a search finds, of the paused jobs' and of a page deep in the list (its cursor), each the median of 10
+ * requests after 3.
+ */
+async function dashboard({ jobs = 100_000 }) {
+  const { NestFactory } = await import('@nestjs/core');
+  const { Module } = await import('@nestjs/common');
+  const { InMemoryCoordinator, PeriodicModule, PeriodicRegistry } = await import('../dist/esm/index.js');
+  const { PeriodicDashboardModule } = await import('../dist/esm/dashboard/index.js');
+  class AppModule {}
+  Module({
+    imports: [
+      PeriodicModule.forRoot({ logger: false, coordinator: new InMemoryCoordinator() }),
+      PeriodicDashboardModule.forRoot({ access: () => 'operate' }),
+    ],
+  })(AppModule);
+  const app = await NestFactory.create(AppModule, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const registry = app.get(PeriodicRegistry);
+  for (let i = 0; i < jobs; i++) {
+    registry.add(`tenant-${i}.report`, () => undefined, { every: 3_600_000, exclusive: i % 100 === 1 });
+  }
+  for (let i = 0; i < jobs; i += 100) await registry.pause(`tenant-${i}.report`);
+  const url = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/periodic`;
+  const timed = async (path) => {
+    const times = [];
+    let bytes = 0;
+    for (let request = 0; request < 13; request++) {
+      const started = performance.now();
+      const response = await fetch(`${url}${path}`);
+      const body = await response.arrayBuffer();
+      if (response.status !== 200) throw new Error(`${path} answered ${response.status}`);
+      if (request >= 3) times.push(performance.now() - started);
+      bytes = body.byteLength;
+    }
+    return { bytes, ms: median(times) };
+  };
+  // A cursor near the end of the list: the last of the first 100 names that hold "tenant-99" is tenant-99089's.
+  const deep = await (await fetch(`${url}/api/jobs?q=tenant-99`)).json();
+  const page = await timed('');
+  const api = await timed('/api/jobs');
+  const result = {
+    pageKb: page.bytes / 1000,
+    pageMs: page.ms,
+    apiKb: api.bytes / 1000,
+    apiMs: api.ms,
+    searchMs: (await timed('?q=tenant-4242')).ms,
+    pausedMs: (await timed('?state=paused')).ms,
+    deepMs: (await timed(`/api/jobs?cursor=${encodeURIComponent(deep.nextCursor)}`)).ms,
+  };
+  await app.close();
+  return result;
+}
+
+const scenarios = {
+  timing,
+  scale,
+  idle,
+  cron,
+  bootstrap,
+  shutdown,
+  manualTicks,
+  status,
+  observed,
+  dashboard,
+};
 const task = JSON.parse(process.argv[2]);
 const result = await scenarios[task.scenario](task);
 process.stdout.write(`${JSON.stringify(result)}\n`);

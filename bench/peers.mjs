@@ -46,6 +46,12 @@ export function makePeer(peer, jobs, { perProvider = 1, periodic = {}, module = 
       return nestPeer(jobs, perProvider, PeriodicModule.forRoot({ logger: false, ...module }), (job) =>
         Periodic({ every: job.every, ...periodic }),
       );
+    case 'nestjs-periodic, history: false':
+      return makePeer('nestjs-periodic', jobs, {
+        perProvider,
+        periodic,
+        module: { ...module, history: false },
+      });
     case 'nestjs-periodic, default logger':
       return makePeer('nestjs-periodic', jobs, {
         perProvider,

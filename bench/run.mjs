@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ENGINE, PEERS } from './peers.mjs';
-import { environment, markdown, terminal } from './report.mjs';
+import { environment, markdown, targets, terminal } from './report.mjs';
 import { driftSvg } from './svg.mjs';
 
 const root = join(import.meta.dirname, '..');
@@ -18,9 +18,10 @@ const option = (name, fallback) => {
   return at === -1 ? fallback : process.argv[at + 1];
 };
 const reps = Number(option('reps', 3));
-const only = option('only', 'timing,scale,idle,cron,bootstrap,shutdown,manualTicks,status,observed').split(
-  ',',
-);
+const only = option(
+  'only',
+  'timing,scale,idle,cron,bootstrap,shutdown,manualTicks,status,observed,dashboard',
+).split(',');
 const peers = option('peers', undefined)?.split(',');
 
 const NEST = ['nestjs-periodic', '@nestjs/schedule'];
@@ -28,6 +29,7 @@ const tasks = [
   ...PEERS.flatMap((peer) => [false, true].map((load) => ({ scenario: 'timing', peer, load }))),
   ...[
     PEERS[0],
+    'nestjs-periodic, history: false',
     'nestjs-periodic, default logger',
     'nestjs-periodic, registry.add',
     ENGINE,
@@ -39,13 +41,17 @@ const tasks = [
     jobs: 100_000,
     every: 1000,
   })),
-  ...[PEERS[0], ENGINE, ...PEERS.slice(1)].map((peer) => ({ scenario: 'idle', peer })),
+  ...[PEERS[0], 'nestjs-periodic, history: false', ENGINE, ...PEERS.slice(1)].map((peer) => ({
+    scenario: 'idle',
+    peer,
+  })),
   ...NEST.map((peer) => ({ scenario: 'cron', peer })),
   ...[...NEST, 'no scheduler'].map((peer) => ({ scenario: 'bootstrap', peer })),
   ...PEERS.flatMap((peer) => [false, true].map((inFlight) => ({ scenario: 'shutdown', peer, inFlight }))),
   { scenario: 'shutdown', peer: 'no scheduler', inFlight: false },
   ...['nestjs-periodic', 'await method()'].map((peer) => ({ scenario: 'manualTicks', peer })),
   { scenario: 'status', peer: 'nestjs-periodic' },
+  { scenario: 'dashboard', peer: 'nestjs-periodic' },
   ...['', ' + tracing channel', ' + OpenTelemetry'].map((observer) => ({
     scenario: 'observed',
     peer: `nestjs-periodic${observer}`,
@@ -61,6 +67,12 @@ if (report.results.some((result) => result.scenario === 'timing')) {
 }
 writeFileSync(join(root, 'BENCHMARKS.md'), markdown(report));
 process.stdout.write(terminal(report));
+// A target missed fails the run, loudly, with the figures that missed it.
+const missed = targets(report).filter((line) => line.startsWith('- MISSED'));
+if (missed.length > 0) {
+  process.stderr.write(`\n${missed.length} target(s) missed:\n${missed.join('\n')}\n`);
+  process.exitCode = 1;
+}
 
 function measure() {
   const samples = new Map(tasks.map((task) => [task, []]));

@@ -42,6 +42,13 @@ dl.summary, dl.options { display: grid; grid-template-columns: max-content 1fr; 
 dt { font-weight: 600; }
 dd { margin: 0; overflow-wrap: anywhere; }
 .scroll { overflow-x: auto; }
+.counts a { margin-right: .15rem; }
+.counts a[aria-current] { font-weight: 600; color: var(--fg); }
+form.filter { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; margin: .75rem 0; }
+form.filter label { display: flex; flex-direction: column; font-size: .9em; gap: .15rem; }
+form.filter input, form.filter select { font: inherit; padding: .35rem .45rem; border: 1px solid var(--line);
+  border-radius: .35rem; background: var(--bg); color: var(--fg); min-width: 12rem; }
+nav.pager { margin: .75rem 0; }
 /* The runs and the audit trail: one line per entry, the table scrolled sideways where it is wider. */
 .scroll th, .scroll td { white-space: nowrap; }
 .scroll td.text { white-space: normal; min-width: 14rem; }

@@ -31,7 +31,17 @@ import { ASSETS } from './assets.js';
 import { ActionBudget, type AnyRequest, decoded, foreignOrigin, SECURITY_HEADERS } from './hardening.js';
 import { DASHBOARD_OPTIONS, type PeriodicDashboardAccess, type ResolvedDashboardOptions } from './options.js';
 import { jobPage, listPage, notFoundPage, type PageContext } from './pages.js';
-import { jobDetailOf, jobsOf, servingReplica, storeOf } from './views.js';
+import {
+  jobDetailOf,
+  LIST_STATES,
+  listOf,
+  PAGE_ROWS,
+  type PeriodicDashboardQuery,
+  type PeriodicDashboardState,
+  readCursor,
+  servingReplica,
+  storeOf,
+} from './views.js';
 
 const HTML = 'text/html; charset=utf-8';
 const ACTIONS = ['trigger', 'pause', 'resume'] as const;
@@ -81,10 +91,12 @@ export class DashboardController {
   async listPage(
     @Req() request: AnyRequest,
     @Res({ passthrough: true }) response: AnyResponse,
+    @Query() given: Record<string, unknown>,
   ): Promise<string> {
     const access = await this.#allowed(request, response, PAGE);
-    const jobs = await jobsOf(this.registry, this.#health);
-    return listPage(jobs, this.#page(request, access, ''));
+    const query = listQuery(given);
+    const list = await listOf(this.registry, this.#health, query);
+    return listPage(list, query, this.#page(request, access, ''));
   }
 
   @Get(WILDCARD_ROUTES.jobPage)
@@ -137,10 +149,14 @@ export class DashboardController {
   }
 
   @Get('api/jobs')
-  async jobs(@Req() request: AnyRequest, @Res({ passthrough: true }) response: AnyResponse) {
+  async jobs(
+    @Req() request: AnyRequest,
+    @Res({ passthrough: true }) response: AnyResponse,
+    @Query() given: Record<string, unknown>,
+  ) {
     await this.#allowed(request, response, API);
-    const jobs = await jobsOf(this.registry, this.#health);
-    return { store: storeOf(this.registry), jobs };
+    const list = await listOf(this.registry, this.#health, listQuery(given));
+    return { store: storeOf(this.registry), ...list };
   }
 
   /** `api/jobs/:name`, and its `history` and `audit`. */
@@ -391,6 +407,46 @@ async function answered<T>(call: Promise<T>): Promise<T> {
     if (error instanceof PeriodicConfigError) throw new BadRequestException(error.message);
     throw error;
   }
+}
+
+/** The longest `?q=`: a job's name has at most 200 characters. */
+const LONGEST_SEARCH = 200;
+
+/** The list's query, `?state&q&cursor&limit`, each optional; a value it cannot take is a 400 that says why. */
+function listQuery(query: Record<string, unknown> | undefined): PeriodicDashboardQuery {
+  const given = (key: string): string | null => {
+    const value = query?.[key];
+    if (value === undefined || value === '') return null;
+    if (typeof value !== 'string') {
+      throw new BadRequestException(`?${key}= may be given once, got ${describeValue(value)}`);
+    }
+    return value;
+  };
+  const state = given('state');
+  if (state !== null && !(LIST_STATES as readonly string[]).includes(state)) {
+    throw new BadRequestException(
+      `?state= must be one of ${LIST_STATES.join(', ')}, got ${describeValue(state)}: leave it out for every job`,
+    );
+  }
+  const q = given('q');
+  if (q !== null && [...q].length > LONGEST_SEARCH) {
+    throw new BadRequestException(
+      `?q= is a part of a job's name, at most ${LONGEST_SEARCH} characters, got ${[...q].length}`,
+    );
+  }
+  const cursor = given('cursor');
+  const after = cursor === null ? null : readCursor(cursor);
+  if (after === undefined) {
+    throw new BadRequestException(
+      `?cursor= must be a nextCursor the dashboard answered, got ${describeValue(cursor)}: leave it out for the first page`,
+    );
+  }
+  const limitText = given('limit');
+  const limit = limitText === null ? PAGE_ROWS : integer('limit', limitText);
+  if (limit < 1 || limit > PAGE_ROWS) {
+    throw new BadRequestException(`?limit= must be 1 to ${PAGE_ROWS} rows, got ${limit}`);
+  }
+  return { state: state as PeriodicDashboardState | null, q, after, limit };
 }
 
 /** A query parameter that must be an integer. */

@@ -17,7 +17,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   // The page loads its script, stylesheet and icon from its own path, and fetches its own API: nothing inline.
   'Content-Security-Policy':
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   'Referrer-Policy': 'same-origin',
 };
 

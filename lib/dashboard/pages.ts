@@ -3,9 +3,12 @@
 import type { PeriodicAuditEntry } from '../scheduler/operations.js';
 import type { PeriodicRunRecord } from '../scheduler/history.js';
 import {
+  LIST_STATES,
   span,
   type PeriodicDashboardJob,
   type PeriodicDashboardJobDetail,
+  type PeriodicDashboardList,
+  type PeriodicDashboardQuery,
   type PeriodicDashboardStore,
 } from './views.js';
 
@@ -37,12 +40,18 @@ const COLUMNS = ['Job', 'Schedule', 'State', 'Holder', 'Next tick', 'Last run', 
 /** The colours of the chart and of the results, one per exit reason (and a run in flight). */
 const REASONS = ['normal', 'error', 'timeout', 'killed', 'shutdown', 'leaseLost', 'running'] as const;
 
-export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): string {
-  const rows = jobs.map((job) => jobRow(job, page)).join('');
+export function listPage(
+  list: PeriodicDashboardList,
+  query: PeriodicDashboardQuery,
+  page: PageContext,
+): string {
+  const rows = list.jobs.map((job) => jobRow(job, page)).join('');
   const body = `
 <main>
   <h1>Periodic jobs</h1>
-  ${intro(page, `${jobs.length} job${jobs.length === 1 ? '' : 's'}`)}
+  ${intro(page, `${thousands(list.total)} job${list.total === 1 ? '' : 's'}`)}
+  <p class="counts" data-live="counts">${stateCounts(list, query, page.root)}</p>
+  ${filterForm(query, page.root)}
   <table class="jobs" role="table">
     <caption class="hidden">Every job, its schedule, state and last run${page.access === 'operate' ? ', and its actions' : ''}</caption>
     ${COLUMNS.map((column) => `<col class="col-${column.toLowerCase().replace(' ', '-')}">`).join('')}
@@ -50,8 +59,9 @@ export function listPage(jobs: PeriodicDashboardJob[], page: PageContext): strin
       ${COLUMNS.map((column) => `<th scope="col" role="columnheader">${column}</th>`).join('')}
       ${page.access === 'operate' ? '<th scope="col" role="columnheader" class="needs-script">Actions</th>' : ''}
     </tr></thead>
-    <tbody role="rowgroup" data-live="rows">${rows === '' ? '<tr role="row"><td role="cell" colspan="9">No jobs.</td></tr>' : rows}</tbody>
+    <tbody role="rowgroup" data-live="rows">${rows === '' ? `<tr role="row"><td role="cell" colspan="9">${list.total === 0 ? 'No jobs.' : 'No job matches.'}</td></tr>` : rows}</tbody>
   </table>
+  <nav class="pager" aria-label="Pages of the list" data-live="pager">${pager(list, query, page.root)}</nav>
 </main>`;
   return document('Periodic jobs', body, page);
 }
@@ -95,6 +105,68 @@ export function jobPage(
   </section>
 </main>`;
   return document(`${job.name} · Periodic jobs`, body, page);
+}
+
+/** A number with its thousands apart: 100,000. */
+function thousands(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+/** The list's address with a filter, from the dashboard's root (which keeps any prefix or proxy path). */
+function listHref(root: string, state: string | null, q: string | null, cursor?: string): string {
+  const params = new URLSearchParams();
+  if (state !== null) params.set('state', state);
+  if (q !== null) params.set('q', q);
+  if (cursor !== undefined) params.set('cursor', cursor);
+  const search = params.toString();
+  return search === '' ? root : `${root}?${search}`;
+}
+
+/**
+ * How many jobs of all there are in each state, each a link to the list of them, searched by nothing (a job may be
+ * counted in two states).
+ */
+function stateCounts(list: PeriodicDashboardList, query: PeriodicDashboardQuery, root: string): string {
+  const all = `<a href="${esc(root)}"${query.state === null ? ' aria-current="true"' : ''}>all <b>${thousands(list.total)}</b></a>`;
+  const states = LIST_STATES.map((state) => {
+    const current = query.state === state ? ' aria-current="true"' : '';
+    return `<a href="${esc(listHref(root, state, null))}"${current}>${state} <b>${thousands(list.counts[state])}</b></a>`;
+  });
+  return [all, ...states].join(' · ');
+}
+
+/** The search by name and the filter by state: a form that works without the script. */
+function filterForm(query: PeriodicDashboardQuery, root: string): string {
+  const options = ['', ...LIST_STATES]
+    .map((state) => {
+      const selected = (query.state ?? '') === state ? ' selected' : '';
+      return `<option value="${state}"${selected}>${state === '' ? 'any state' : state}</option>`;
+    })
+    .join('');
+  return `<form class="filter" method="get" action="${esc(root)}" role="search" aria-label="Find jobs">
+<label>Name contains <input type="search" name="q" maxlength="200" value="${esc(query.q ?? '')}"></label>
+<label>State <select name="state">${options}</select></label>
+<button type="submit">Show</button>
+</form>`;
+}
+
+/** Which rows this page shows of those that match, and the links to the first page and the next. */
+function pager(list: PeriodicDashboardList, query: PeriodicDashboardQuery, root: string): string {
+  const { offset, matched, jobs } = list;
+  const filtered = query.state !== null || query.q !== null;
+  const of = `${thousands(matched)}${filtered ? ' that match' : ''}`;
+  const shown =
+    jobs.length === 0
+      ? `none of ${of}`
+      : `${thousands(offset + 1)}–${thousands(offset + jobs.length)} of ${of}`;
+  const links: string[] = [];
+  if (offset > 0) links.push(`<a href="${esc(listHref(root, query.state, query.q))}">First page</a>`);
+  if (list.nextCursor !== null) {
+    links.push(
+      `<a href="${esc(listHref(root, query.state, query.q, list.nextCursor))}" rel="next">Next page</a>`,
+    );
+  }
+  return `<span>Jobs ${shown}</span>${links.map((link) => ` · ${link}`).join('')}`;
 }
 
 /** What a job's page says of a record the store did not answer. */

@@ -1,7 +1,7 @@
 // What the dashboard shows of a job, read once per request: the same data for its JSON API and for its pages.
 import type { PeriodicRegistry } from '../nest/registry.js';
 import type { JobHealth } from '../nest/health.js';
-import { replicaOf, type PeriodicFleetStatus } from '../scheduler/fleet-status.js';
+import { fleetStatusAll, replicaOf, type PeriodicFleetStatus } from '../scheduler/fleet-status.js';
 import { errorOf } from '../scheduler/history.js';
 import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import { Calendar } from '../scheduler/schedule.js';
@@ -33,15 +33,124 @@ export interface PeriodicDashboardJobDetail extends PeriodicDashboardJob {
 /** The failures in a row at which the dashboard shows a job down, as the health check's default. */
 const MAX_FAILURES = 3;
 
-/** Every job, in the order they were registered: one read of the store for the exclusive ones. */
-export async function jobsOf(registry: PeriodicRegistry, health: JobHealth): Promise<PeriodicDashboardJob[]> {
+/** The states the list counts and filters by. A job may be in more than one: running and down, paused and down. */
+export const LIST_STATES = ['ticking', 'paused', 'running', 'down', 'completed'] as const;
+export type PeriodicDashboardState = (typeof LIST_STATES)[number];
+
+/** What the list shows: `?state`, `?q` (a part of the name, any case), from `?cursor`, at most `?limit` rows. */
+export interface PeriodicDashboardQuery {
+  state: PeriodicDashboardState | null;
+  q: string | null;
+  /** The page goes on after this job (`readCursor`). */
+  after: ListCursor | null;
+  limit: number;
+}
+
+/** The most rows of a page of the list, and of an answer of `GET {path}/api/jobs`. */
+export const PAGE_ROWS = 100;
+
+/** A page of the list, as `GET {path}/api/jobs` answers it (with the store). */
+export interface PeriodicDashboardList {
+  jobs: PeriodicDashboardJob[];
+  /** Every job of the application, and how many are in each state. */
+  total: number;
+  counts: Record<PeriodicDashboardState, number>;
+  /** How many match `state` and `q`. */
+  matched: number;
+  /** Where the rows of this page start among those that match (0 for the first page). */
+  offset: number;
+  /** The cursor of the next page, or null on the last. */
+  nextCursor: string | null;
+}
+
+/**
+ * A page of the jobs that match the query, in the order they were registered, with the counts of every job by
+ * state: one pass over the jobs in memory, and one read of the store for the exclusive jobs of the page only.
+ * A cursor names the last job of the page before, and where it was: when that job has been removed since,
+ * the page goes on from where it was.
+ */
+export async function listOf(
+  registry: PeriodicRegistry,
+  health: JobHealth,
+  query: PeriodicDashboardQuery,
+): Promise<PeriodicDashboardList> {
   health.refresh();
-  const fleet = await registry.fleetStatusAll();
-  const schedulers = new Map(registry.getAll().map((scheduler) => [scheduler.name, scheduler]));
-  return fleet.flatMap((read) => {
-    const scheduler = schedulers.get(read.name);
-    return scheduler === undefined ? [] : [jobOf(scheduler, read, health)];
-  });
+  const all = registry.getAll();
+  const { after } = query;
+  let start = 0;
+  if (after !== null) {
+    const at = registry.has(after.name) ? all.findIndex((scheduler) => scheduler.name === after.name) : -1;
+    start = at === -1 ? Math.min(after.index, all.length) : at + 1;
+  }
+  const needle = query.q?.toLowerCase() ?? null;
+  const counts: Record<PeriodicDashboardState, number> = {
+    ticking: 0,
+    paused: 0,
+    running: 0,
+    down: 0,
+    completed: 0,
+  };
+  const shown: PeriodicScheduler[] = [];
+  let matched = 0;
+  let offset = 0;
+  let more = false;
+  for (let index = 0; index < all.length; index++) {
+    const scheduler = all[index]!;
+    const states = statesOf(scheduler, health);
+    for (const state of states) counts[state]++;
+    if (query.state !== null && !states.includes(query.state)) continue;
+    if (needle !== null && !scheduler.name.toLowerCase().includes(needle)) continue;
+    matched++;
+    if (index < start) offset++;
+    else if (shown.length < query.limit) shown.push(scheduler);
+    else more = true;
+  }
+  const fleet = await fleetStatusAll(shown);
+  const last = shown.at(-1);
+  return {
+    jobs: shown.map((scheduler, i) => jobOf(scheduler, fleet[i]!, health)),
+    total: all.length,
+    counts,
+    matched,
+    offset,
+    nextCursor: more && last !== undefined ? cursorOf(all.indexOf(last, start), last.name) : null,
+  };
+}
+
+/** The states a job is in, as the list counts them, from what this replica knows without asking the store. */
+function statesOf(scheduler: PeriodicScheduler, health: JobHealth): PeriodicDashboardState[] {
+  const states: PeriodicDashboardState[] = [];
+  const { state } = scheduler;
+  if (state === 'ticking' || state === 'paused') states.push(state);
+  if (scheduler.running > 0) states.push('running');
+  if (health.problemOf(scheduler, scheduler.status(), MAX_FAILURES) !== undefined) states.push('down');
+  return states;
+}
+
+/** The last job of a page: where it was among every job, and its name. */
+export interface ListCursor {
+  index: number;
+  name: string;
+}
+
+/** A cursor, as the caller sees it: base64url text, opaque. */
+function cursorOf(index: number, name: string): string {
+  return Buffer.from(JSON.stringify([index, name])).toString('base64url');
+}
+
+/** A cursor given back, or undefined for text the dashboard did not give as one. */
+export function readCursor(cursor: string): ListCursor | undefined {
+  let read: unknown;
+  try {
+    read = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(read) || read.length !== 2) return undefined;
+  const [index, name] = read as unknown[];
+  return Number.isSafeInteger(index) && (index as number) >= 0 && typeof name === 'string'
+    ? { index: index as number, name }
+    : undefined;
 }
 
 /** One job, with its options. */

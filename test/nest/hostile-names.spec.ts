@@ -8,7 +8,7 @@ import { Injectable } from '@nestjs/common';
 import fc from 'fast-check';
 import { Periodic, PeriodicConfigError, PeriodicModule } from '../../lib/index.js';
 import { JobHealth } from '../../lib/nest/health.js';
-import { jobsOf } from '../../lib/dashboard/views.js';
+import { listOf, PAGE_ROWS } from '../../lib/dashboard/views.js';
 import { useApps } from './helpers.js';
 
 const RULE = '1 to 200 characters of well-formed Unicode, with no control character and not only white space';
@@ -187,7 +187,12 @@ describe("errors: 'message' | 'name', the module option", () => {
     const shown = JSON.stringify([
       await app.registry.history('Secret.job'),
       await app.registry.fleetStatus('Secret.job'),
-      await jobsOf(app.registry, new JobHealth(app.registry)),
+      await listOf(app.registry, new JobHealth(app.registry), {
+        state: null,
+        q: null,
+        after: null,
+        limit: PAGE_ROWS,
+      }),
     ]);
     expect(shown).toContain('"name":"Error"');
     expect(shown).not.toContain('hunter2');
