@@ -177,9 +177,9 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
             built.name in overrides
               ? `${where} with jobs[${JSON.stringify(built.name)}] of PeriodicModule`
               : where;
-          const scheduler = this.registry.schedulerOf(built, named, { target: instance, key });
+          const scheduler = this.registry.schedulerOf(built, named, new DecoratedPlace(provider, key));
           this.lifecycle.tie(scheduler, (ties ??= tiesOf(wrapper)));
-          this.registry.adopt(scheduler, new DecoratedPlace(provider, key));
+          this.registry.adopt(scheduler);
         }
       }
     }

@@ -7,7 +7,7 @@ import {
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
 } from '../scheduler/options.js';
-import { PeriodicScheduler, type SchedulerContext } from '../scheduler/periodic-scheduler.js';
+import { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import { nearest, readOptions } from '../scheduler/rules.js';
 import type { PeriodicContext, SyncTickResult, TickResult } from '../scheduler/run.js';
 import type { PeriodicAuditEntry, PeriodicOperationOptions } from '../scheduler/operations.js';
@@ -19,8 +19,9 @@ import { PeriodicEvents } from './events.js';
 import { ModuleSettings } from './options.js';
 
 /**
- * @internal Where a decorated job comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`.
- * Its text is made only for a message, from parts the jobs of one provider share.
+ * @internal A decorated job's method, which its scheduler keeps (`SchedulerContext.method`), and where the job
+ * comes from, as messages name it: `@Periodic() on Cleanup.purge (in AppModule)`. Its text is made only for a
+ * message, from parts the jobs of one provider share.
  */
 export class DecoratedPlace {
   constructor(
@@ -28,17 +29,22 @@ export class DecoratedPlace {
     readonly key: string | symbol,
   ) {}
 
+  /** The instance the method is called on. */
+  get target(): object {
+    return this.provider.instance;
+  }
+
   toString(): string {
     return `@Periodic() on ${this.provider.className}.${String(this.key)} (in ${this.provider.module})`;
   }
 }
 
-interface Entry {
-  readonly scheduler: PeriodicScheduler;
-  /** Where the job comes from: a decorated method, or the call that added it. */
-  readonly place: string | DecoratedPlace;
-  /** `remove()` is draining it. */
-  removing?: boolean;
+/** Where a job comes from: its decorated method, or the call that added it. */
+function placeOf(scheduler: PeriodicScheduler): string | DecoratedPlace {
+  const { method } = scheduler;
+  return method instanceof DecoratedPlace
+    ? method
+    : `PeriodicRegistry.add(${JSON.stringify(scheduler.name)})`;
 }
 
 /**
@@ -48,7 +54,9 @@ interface Entry {
  */
 @Injectable()
 export class PeriodicRegistry {
-  private readonly jobs = new Map<string, Entry>();
+  private readonly jobs = new Map<string, PeriodicScheduler>();
+  /** The jobs `remove()` is draining. */
+  private readonly removing = new Set<PeriodicScheduler>();
   private phase: 'created' | 'bootstrapped' | 'closing' = 'created';
 
   constructor(
@@ -59,7 +67,7 @@ export class PeriodicRegistry {
 
   /** The scheduler of the job `name`; throws a `PeriodicNotFoundError` listing the known names. */
   get(name: string): PeriodicScheduler {
-    return this.entry(name, 'get').scheduler;
+    return this.entry(name, 'get');
   }
 
   /** Whether a job is named `name`. */
@@ -69,7 +77,7 @@ export class PeriodicRegistry {
 
   /** Every job's scheduler, in the order they were registered. */
   getAll(): PeriodicScheduler[] {
-    return Array.from(this.jobs.values(), (entry) => entry.scheduler);
+    return [...this.jobs.values()];
   }
 
   /**
@@ -102,7 +110,7 @@ export class PeriodicRegistry {
     // Validated by the engine.
     Object.assign(given, { name, run });
     const scheduler = this.schedulerOf(given as unknown as PeriodicSchedulerOptions, where);
-    this.adopt(scheduler, where);
+    this.adopt(scheduler);
     return scheduler;
   }
 
@@ -111,11 +119,7 @@ export class PeriodicRegistry {
    * the module's coordinator, and its runs traced when telemetry is on; `options` is an object of the caller's
    * own, which this fills in. `where` names the job in messages.
    */
-  schedulerOf(
-    options: PeriodicSchedulerOptions,
-    where: string,
-    method?: SchedulerContext['method'],
-  ): PeriodicScheduler {
+  schedulerOf(options: PeriodicSchedulerOptions, where: string, method?: DecoratedPlace): PeriodicScheduler {
     const { mode, coordinator } = this.settings.options;
     if (options.exclusive === true && coordinator === undefined) {
       throw noCoordinator(where, 'PeriodicModule.forRoot({ coordinator })');
@@ -139,21 +143,24 @@ export class PeriodicRegistry {
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */
   async remove(name: string): Promise<void> {
-    const entry = this.entry(name, 'remove');
-    const { scheduler } = entry;
-    entry.removing = true;
-    await scheduler.stop();
-    if (this.jobs.get(name)?.scheduler === scheduler) this.jobs.delete(name);
+    const scheduler = this.entry(name, 'remove');
+    this.removing.add(scheduler);
+    try {
+      await scheduler.stop();
+    } finally {
+      this.removing.delete(scheduler);
+    }
+    if (this.jobs.get(name) === scheduler) this.jobs.delete(name);
   }
 
   /** Manual mode: one tick of the job; resolves once the guard has been evaluated and the run, if any, started. */
   async tick(name: string): Promise<TickResult> {
-    return this.entry(name, 'tick').scheduler.tick();
+    return this.entry(name, 'tick').tick();
   }
 
   /** Manual mode: one tick of the job; resolves with the run's exit reason once it has ended. */
   async syncTick(name: string, options?: { timeout?: number }): Promise<SyncTickResult> {
-    return this.entry(name, 'syncTick').scheduler.syncTick(options);
+    return this.entry(name, 'syncTick').syncTick(options);
   }
 
   /**
@@ -161,7 +168,7 @@ export class PeriodicRegistry {
    * events); the grid does not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
   async trigger(name: string, options?: PeriodicOperationOptions): Promise<TickResult> {
-    return this.entry(name, 'trigger').scheduler.trigger(options);
+    return this.entry(name, 'trigger').trigger(options);
   }
 
   /**
@@ -170,17 +177,17 @@ export class PeriodicRegistry {
    * process only. `by` and `note` go to the job's audit trail.
    */
   async pause(name: string, options?: PeriodicOperationOptions): Promise<void> {
-    return this.entry(name, 'pause').scheduler.pause(options);
+    return this.entry(name, 'pause').pause(options);
   }
 
   /** The job's ticks start runs again, from the next slot of its grid (shifted mode: `every` from now). */
   async resume(name: string, options?: PeriodicOperationOptions): Promise<void> {
-    return this.entry(name, 'resume').scheduler.resume(options);
+    return this.entry(name, 'resume').resume(options);
   }
 
   /** The job's pauses, resumes and triggers, newest first: the fleet's for an exclusive job. */
   async audit(name: string, options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
-    return this.entry(name, 'audit').scheduler.audit(options);
+    return this.entry(name, 'audit').audit(options);
   }
 
   /**
@@ -189,7 +196,7 @@ export class PeriodicRegistry {
    * (default 50; above `history.keep`, what is kept); `before`: only runs started before it.
    */
   async history(name: string, options?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {
-    return this.entry(name, 'history').scheduler.history(options);
+    return this.entry(name, 'history').history(options);
   }
 
   /**
@@ -198,7 +205,7 @@ export class PeriodicRegistry {
    * `leaseMs / 3` for the store: what it could not read is null. A job that is not exclusive is this process's.
    */
   async fleetStatus(name: string): Promise<PeriodicFleetStatus> {
-    return this.entry(name, 'fleetStatus').scheduler.fleetStatus();
+    return this.entry(name, 'fleetStatus').fleetStatus();
   }
 
   /** @internal The jobs whose state is the fleet's, kept in the coordinator's store, in registration order. */
@@ -213,18 +220,19 @@ export class PeriodicRegistry {
 
   /** What the job is doing, and what it did last. */
   status(name: string): PeriodicJobStatus {
-    return this.entry(name, 'status').scheduler.status();
+    return this.entry(name, 'status').status();
   }
 
   /** The status of every job, in the order they were registered. */
   statusAll(): PeriodicJobStatus[] {
-    return Array.from(this.jobs.values(), (entry) => entry.scheduler.status());
+    return Array.from(this.jobs.values(), (scheduler) => scheduler.status());
   }
 
   /** Adds a job's scheduler; a name already taken is a `PeriodicConfigError` naming both places. */
-  private register(scheduler: PeriodicScheduler, place: string | DecoratedPlace): void {
+  private register(scheduler: PeriodicScheduler): void {
     const existing = this.jobs.get(scheduler.name);
-    if (existing?.removing === true) {
+    const place = placeOf(scheduler);
+    if (existing !== undefined && this.removing.has(existing)) {
       throw new PeriodicConfigError(
         `${place}: the job "${scheduler.name}" is still being removed (its runs are draining); await ` +
           `registry.remove(${JSON.stringify(scheduler.name)}) before adding a job of this name again`,
@@ -232,37 +240,40 @@ export class PeriodicRegistry {
     }
     if (existing !== undefined) {
       throw new PeriodicConfigError(
-        `two jobs are named "${scheduler.name}": ${existing.place} and ${place}; ` +
+        `two jobs are named "${scheduler.name}": ${placeOf(existing)} and ${place}; ` +
           'names must be unique in the application: give one of them another { name }',
       );
     }
-    this.jobs.set(scheduler.name, { scheduler, place });
+    this.jobs.set(scheduler.name, scheduler);
   }
 
   /**
    * @internal Registers a job and starts it if the application has bootstrapped already (a job added at run
    * time, or found in a module loaded lazily); otherwise it starts with the others.
    */
-  adopt(scheduler: PeriodicScheduler, place: string | DecoratedPlace): void {
-    this.register(scheduler, place);
+  adopt(scheduler: PeriodicScheduler): void {
+    this.register(scheduler);
     if (this.phase === 'bootstrapped') scheduler.start();
   }
 
   /** @internal Where the job `name` comes from, if there is one. */
   placeOf(name: string): string | DecoratedPlace | undefined {
-    return this.jobs.get(name)?.place;
+    const scheduler = this.jobs.get(name);
+    return scheduler === undefined ? undefined : placeOf(scheduler);
   }
 
   /** @internal The names of the jobs of decorated methods, in the order they were registered. */
   decoratedNames(): string[] {
-    return [...this.jobs].filter(([, { place }]) => place instanceof DecoratedPlace).map(([name]) => name);
+    return [...this.jobs]
+      .filter(([, scheduler]) => scheduler.method instanceof DecoratedPlace)
+      .map(([name]) => name);
   }
 
   /** @internal The application has bootstrapped, all of it: every job starts. */
   bootstrap(): void {
     if (this.phase !== 'created') return;
     this.phase = 'bootstrapped';
-    for (const { scheduler } of this.jobs.values()) {
+    for (const scheduler of this.jobs.values()) {
       if (scheduler.state === 'idle') scheduler.start();
     }
   }
@@ -275,7 +286,7 @@ export class PeriodicRegistry {
   /** @internal The application has begun to close: no job starts a run any more; each drains in its turn. */
   halt(): void {
     this.phase = 'closing';
-    for (const { scheduler } of this.jobs.values()) scheduler.halt();
+    for (const scheduler of this.jobs.values()) scheduler.halt();
   }
 
   /** @internal Stops every job and resolves once every run has ended. */
@@ -284,9 +295,9 @@ export class PeriodicRegistry {
     return Promise.all(this.getAll().map((scheduler) => scheduler.stop())).then(() => undefined);
   }
 
-  private entry(name: string, method: string): Entry {
-    const entry = this.jobs.get(name);
-    if (entry !== undefined) return entry;
+  private entry(name: string, method: string): PeriodicScheduler {
+    const scheduler = this.jobs.get(name);
+    if (scheduler !== undefined) return scheduler;
     const names = [...this.jobs.keys()];
     const where = `PeriodicRegistry.${method}(${describeValue(name)})`;
     if (names.length === 0) {

@@ -22,6 +22,46 @@ import { RunRing } from './run-ring.js';
 /** The error a run left in flight by a replica that died is closed with. */
 const REPLICA_LOST = 'PeriodicReplicaLost';
 
+/** How an application records its runs: one object for all the jobs that share its settings (`recordingOf`). */
+export interface RunRecording {
+  /** This replica's name, as the records show it. */
+  readonly replica: string;
+  /** How runs are recorded; false: not at all. */
+  readonly settings: HistorySettings;
+  /** What a run's error becomes wherever it leaves the run (the history, fleet status, the dashboard). */
+  readonly errors: 'message' | 'name';
+}
+
+/** The recordings made so far, by settings (an application's jobs share one object), then errors and replica. */
+const RECORDINGS = new WeakMap<object, Map<string, RunRecording>>();
+const NO_HISTORY = {};
+
+/** The recording of these settings: the same object for every job that has them, so that a job adds nothing. */
+export function recordingOf(
+  replica: string,
+  settings: HistorySettings,
+  errors: 'message' | 'name',
+): RunRecording {
+  const key = settings === false ? NO_HISTORY : settings;
+  let made = RECORDINGS.get(key);
+  if (made === undefined) RECORDINGS.set(key, (made = new Map()));
+  const named = `${errors}\n${replica}`;
+  let recording = made.get(named);
+  if (recording === undefined) made.set(named, (recording = { replica, settings, errors }));
+  return recording;
+}
+
+/** How many runs, and entries of the audit trail, a job keeps. */
+export function keptBy(settings: HistorySettings): number {
+  return settings === false ? HISTORY_DEFAULTS.keep : settings.keep;
+}
+
+/** The replica whose store keeps an exclusive job's history, when its coordinator keeps one. */
+export function historyReplica(leaseReplica: Replica | undefined): Replica | undefined {
+  return leaseReplica?.calls.recorded === true ? leaseReplica : undefined;
+}
+
+/** A job's history: made with its first run, or when it is first read. */
 export class JobHistory {
   /** The runs kept in memory, when the history is not the fleet's: made with the first. */
   #local: RunRing | undefined;
@@ -30,29 +70,36 @@ export class JobHistory {
 
   /**
    * @param options the job's options: its name, and whether its records go to the store at once (`promptly`).
-   * @param replica this replica's name, as the records show it.
-   * @param settings how runs are recorded; false: not at all.
-   * @param errors what a run's error becomes wherever it leaves the run (the history, fleet status, the dashboard).
+   * @param recording how the application records runs.
    * @param leaseReplica the replica through which an exclusive job holds its lease, whose store may keep the
    *   history.
    */
   constructor(
     private readonly options: ResolvedPeriodicOptions,
-    readonly replica: string,
-    readonly settings: HistorySettings,
-    readonly errors: 'message' | 'name',
+    private readonly recording: RunRecording,
     private readonly leaseReplica: Replica | undefined,
   ) {}
 
+  get replica(): string {
+    return this.recording.replica;
+  }
+
+  get settings(): HistorySettings {
+    return this.recording.settings;
+  }
+
+  get errors(): 'message' | 'name' {
+    return this.recording.errors;
+  }
+
   /** The replica whose store keeps the history: an exclusive job's, when its coordinator keeps one. */
   get fleet(): Replica | undefined {
-    const replica = this.leaseReplica;
-    return replica?.calls.recorded === true ? replica : undefined;
+    return historyReplica(this.leaseReplica);
   }
 
   /** How many runs, and entries of the audit trail, the job keeps. */
   get kept(): number {
-    return this.settings === false ? HISTORY_DEFAULTS.keep : this.settings.keep;
+    return keptBy(this.settings);
   }
 
   /**

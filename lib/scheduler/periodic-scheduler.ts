@@ -41,7 +41,7 @@ import {
   type PeriodicRunRecord,
   slotOutcome,
 } from './history.js';
-import { JobHistory } from './job-history.js';
+import { historyReplica, JobHistory, keptBy, recordingOf, type RunRecording } from './job-history.js';
 import { JobOperations, type OperatedJob } from './job-operations.js';
 import {
   auditEntry,
@@ -143,14 +143,18 @@ export interface SchedulerContext {
 export class PeriodicScheduler {
   /** The job's options, validated, with defaults filled in. */
   readonly options: ResolvedPeriodicOptions;
-  /** The job: a function, or a method of an object (see `SchedulerContext.method`). */
-  readonly #job: Job | { readonly target: object; readonly key: string | symbol; readonly inherited: Job };
+  /** The job's function: for a method, the one its object inherits (see `SchedulerContext.method`). */
+  readonly #job: Job;
+  /** The method the job is, the object given as `SchedulerContext.method`: kept as it is, so that it costs nothing. */
+  readonly #method: SchedulerContext['method'];
   readonly #sink: Sink | undefined;
   #phase: 'idle' | 'ticking' | 'stopped' = 'idle';
   /** The job's pause, and the operations that change it: made when the job is first operated or paused. */
   #operations: JobOperations | undefined;
-  /** The job's run history. */
-  readonly #history: JobHistory;
+  /** How the application records runs, shared by its jobs. */
+  readonly #recording: RunRecording;
+  /** The job's run history, made with its first run or read: an idle job has none. */
+  #madeHistory: JobHistory | undefined;
   /** What the job did, made when it first has something to count. */
   #record: JobRecord | undefined;
   /**
@@ -229,8 +233,8 @@ export class PeriodicScheduler {
     }
     this.options = resolved;
     this.#calendar = calendar;
-    this.#job =
-      method === undefined ? options.run : { target: method.target, key: method.key, inherited: options.run };
+    this.#job = options.run;
+    this.#method = method;
     this.#sink = typeof events === 'function' ? { emit: events } : events;
     if (coordinator !== undefined && resolved.exclusive) {
       const lease = new Lease(replica ?? this.#ownReplica(coordinator), resolved.name, this);
@@ -247,14 +251,11 @@ export class PeriodicScheduler {
       }
       this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
-    const own = this.#fleet?.lease.replica;
-    this.#history = new JobHistory(
-      resolved,
-      replica?.name ?? replicaName ?? defaultReplicaName(),
-      history,
-      errors,
-      own,
-    );
+    this.#recording = recordingOf(replica?.name ?? replicaName ?? defaultReplicaName(), history, errors);
+  }
+
+  get #history(): JobHistory {
+    return (this.#madeHistory ??= new JobHistory(this.options, this.#recording, this.#fleet?.lease.replica));
   }
 
   /** The job's name: unique in its registry, the key of its lease and records in a coordinator's store. */
@@ -477,7 +478,7 @@ export class PeriodicScheduler {
     const runs = this.#runs;
     this.#runs = runs === undefined ? run : Array.isArray(runs) ? (runs.push(run), runs) : [runs, run];
     record.lastStartedAt = run.startedWall;
-    this.#history.started(run);
+    if (this.recordsRuns) this.#history.started(run);
     if (this.#wants('started')) {
       const { jobId, startedAt, scheduledAt } = run;
       this.#emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
@@ -488,13 +489,18 @@ export class PeriodicScheduler {
 
   /** @internal Calls the job with its run as the context. */
   call(run: Run): unknown {
-    const job = this.#job;
-    if (typeof job === 'function') return job(run);
-    const { target, key, inherited } = job;
-    return (Object.hasOwn(target, key) ? (target as Record<string | symbol, Job>)[key] : inherited).call(
+    const method = this.#method;
+    if (method === undefined) return this.#job(run);
+    const { target, key } = method;
+    return (Object.hasOwn(target, key) ? (target as Record<string | symbol, Job>)[key] : this.#job).call(
       target,
       run,
     );
+  }
+
+  /** @internal The method the job is, as `SchedulerContext.method` gave it. */
+  get method(): SchedulerContext['method'] {
+    return this.#method;
   }
 
   #guardFailed(tick: Run, error: unknown): undefined {
@@ -533,7 +539,7 @@ export class PeriodicScheduler {
     record.lastError = failed ? { value: error } : undefined;
     // A slot that fails counts once, when its last attempt has.
     countOutcome(record, slotOutcome(reason, retry !== undefined), record.lastEndedAt);
-    this.#history.ended(run, reason, durationMs, failed, error, retry !== undefined);
+    if (this.recordsRuns) this.#history.ended(run, reason, durationMs, failed, error, retry !== undefined);
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
     // (A retry arms it in its turn.)
@@ -820,7 +826,7 @@ export class PeriodicScheduler {
     // The first lease of this process: its runs are numbered above those this replica's name recorded before
     // (a replica restarted under the same name), read from the history with the recovery's read.
     // Every lease taken looks for runs in flight that lost their replica.
-    const recorded = this.#history.settings !== false && this.#history.fleet !== undefined;
+    const recorded = this.#recording.settings !== false && this.fleetReplica !== undefined;
     const numbering = this.#numbered === false && recorded;
     if (this.options.delivery === 'atLeastOnce' || numbering) {
       // A recovery comes before the next claim, and so do the jobIds a first run is numbered above.
@@ -932,7 +938,7 @@ export class PeriodicScheduler {
    * not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
   async trigger(options?: PeriodicOperationOptions): Promise<TickResult> {
-    const asked = operation(this.name, 'trigger', options, this.#history.replica);
+    const asked = operation(this.name, 'trigger', options, this.#recording.replica);
     const carrier = this.#carrier;
     const result =
       carrier === undefined ? await this.#trigger() : await askHolder(carrier, { ...asked, name: this.name });
@@ -959,7 +965,7 @@ export class PeriodicScheduler {
   /** @internal A trigger asked of another replica, taken from the store: carried out here, and answered. */
   carry(request: PeriodicTriggerRequest): void {
     const calls = this.#fleet!.lease.replica.calls;
-    const { replica } = this.#history;
+    const { replica } = this.#recording;
     void this.#trigger()
       .then((result) => answerAsker(calls, request, replica, result))
       .catch(() => undefined);
@@ -1004,7 +1010,7 @@ export class PeriodicScheduler {
    * pause is this process's, at once. Recorded in the audit trail, and emitted as `operated`.
    */
   async pause(options?: PeriodicOperationOptions): Promise<void> {
-    return this.#operated().pause(operation(this.name, 'pause', options, this.#history.replica));
+    return this.#operated().pause(operation(this.name, 'pause', options, this.#recording.replica));
   }
 
   /**
@@ -1012,7 +1018,7 @@ export class PeriodicScheduler {
    * fleet, as `pause()` paused it.
    */
   async resume(options?: PeriodicOperationOptions): Promise<void> {
-    return this.#operated().resume(operation(this.name, 'resume', options, this.#history.replica));
+    return this.#operated().resume(operation(this.name, 'resume', options, this.#recording.replica));
   }
 
   /** The job's audit trail: the latest `limit` (default 50) of its pauses, resumes and triggers, newest first. */
@@ -1027,7 +1033,7 @@ export class PeriodicScheduler {
     return (this.#operations ??= new JobOperations(
       this satisfies OperatedJob,
       this.#fleet?.lease.replica.calls,
-      this.#history.kept,
+      keptBy(this.#recording.settings),
     ));
   }
 
@@ -1065,12 +1071,12 @@ export class PeriodicScheduler {
 
   /** @internal Whether the job records its runs: the module's `history` is not false. */
   get recordsRuns(): boolean {
-    return this.#history.settings !== false;
+    return this.#recording.settings !== false;
   }
 
   /** @internal What a run's error shows, in the history and wherever else it is shown (the dashboard). */
   get errorsShown(): 'message' | 'name' {
-    return this.#history.errors;
+    return this.#recording.errors;
   }
 
   /**
@@ -1099,7 +1105,7 @@ export class PeriodicScheduler {
 
   /** @internal The replica whose store tells the fleet's state of the job, if one does. */
   get fleetReplica(): Replica | undefined {
-    return this.#history.fleet;
+    return historyReplica(this.#fleet?.lease.replica);
   }
 
   /** What this replica knows of the job, for what the store does not tell. */
@@ -1107,7 +1113,7 @@ export class PeriodicScheduler {
     const lease = this.#fleet?.lease;
     const record = this.#record;
     const succeeded = record?.lastSucceededAt;
-    const { replica } = this.#history;
+    const { replica } = this.#recording;
     return {
       name: this.name,
       holder:
@@ -1115,7 +1121,7 @@ export class PeriodicScheduler {
           ? { replica, fencingToken: lease.fencingToken, until: Date.now() + (lease.validUntil - now()) }
           : null,
       pause: this.state === 'paused' ? this.#operated().pauseOf(replica) : null,
-      lastRun: this.#history.last,
+      lastRun: this.#madeHistory?.last ?? null,
       lastSucceededAt: succeeded === undefined || Number.isNaN(succeeded) ? null : succeeded,
       consecutiveFailures: record?.consecutiveFailures ?? 0,
     };
