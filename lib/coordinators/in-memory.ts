@@ -164,11 +164,14 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
 
   async recordRuns(runs: PeriodicRunEntry[], keep: number): Promise<void> {
     for (const run of runs) {
-      const history = this.histories.get(run.name) ?? [];
-      const at = history.findIndex((kept) => kept.id === run.id);
+      let history = this.histories.get(run.name);
+      if (history === undefined) this.histories.set(run.name, (history = []));
+      // The end of a run replaces its start, most often the latest record: looked for from the newest.
+      let at = history.length - 1;
+      while (at >= 0 && history[at]!.id !== run.id) at--;
       if (at >= 0) history[at] = copyOf(run);
       else history.push(copyOf(run));
-      this.histories.set(run.name, history.slice(-keep));
+      if (history.length > keep) history.splice(0, history.length - keep);
       let streak = this.outcomes.get(run.name);
       if (streak === undefined) {
         streak = { lastSucceededAt: null, consecutiveFailures: 0 };
