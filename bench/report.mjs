@@ -217,11 +217,18 @@ export function targets({ results }) {
   }
   const idleJobs = find('idle', OURS);
   const idleEngine = find('idle', ENGINE);
-  if (idleJobs && idleEngine) {
+  if (idleJobs) {
     check(
-      'heap per idle job ≤ 600 bytes through the Nest module, ≤ 400 bytes the engine',
-      `${idleJobs.heapPerJob.median.toFixed(0)} B; ${idleEngine.heapPerJob.median.toFixed(0)} B the engine`,
-      idleJobs.heapPerJob.median <= 600 && idleEngine.heapPerJob.median <= 400,
+      'heap per idle job ≤ 600 bytes through the Nest module',
+      `${idleJobs.heapPerJob.median.toFixed(0)} B`,
+      idleJobs.heapPerJob.median <= 600,
+    );
+  }
+  if (idleEngine) {
+    check(
+      'heap per idle job ≤ 400 bytes, the engine alone',
+      `${idleEngine.heapPerJob.median.toFixed(0)} B`,
+      idleEngine.heapPerJob.median <= 400,
     );
   }
   const board = find('dashboard', OURS);
