@@ -412,13 +412,27 @@ async function answered<T>(call: Promise<T>): Promise<T> {
 /** The longest `?q=`: a job's name has at most 200 characters. */
 const LONGEST_SEARCH = 200;
 
-/** The list's query, `?state&q&cursor&limit`, each optional; a value it cannot take is a 400 that says why. */
+/** What the list's address may say. */
+const LIST_PARAMETERS = ['state', 'q', 'cursor', 'limit'];
+
+/**
+ * The list's query, `?state&q&cursor&limit`, each optional; a value it cannot take, or a parameter it does not
+ * know (`state[]` too), is a 400 that says why.
+ */
 function listQuery(query: Record<string, unknown> | undefined): PeriodicDashboardQuery {
+  const unknown = Object.keys(query ?? {}).find((key) => !LIST_PARAMETERS.includes(key));
+  if (unknown !== undefined) {
+    throw new BadRequestException(
+      `the list takes only ?${LIST_PARAMETERS.join('=, ?')}=, got ${describeValue(unknown)}: remove it`,
+    );
+  }
   const given = (key: string): string | null => {
     const value = query?.[key];
     if (value === undefined || value === '') return null;
     if (typeof value !== 'string') {
-      throw new BadRequestException(`?${key}= may be given once, got ${describeValue(value)}`);
+      throw new BadRequestException(
+        `?${key}= must be given once, as plain text, got ${describeValue(value)}`,
+      );
     }
     return value;
   };

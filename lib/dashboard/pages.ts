@@ -4,6 +4,7 @@ import type { PeriodicAuditEntry } from '../scheduler/operations.js';
 import type { PeriodicRunRecord } from '../scheduler/history.js';
 import {
   LIST_STATES,
+  PAGE_ROWS,
   span,
   type PeriodicDashboardJob,
   type PeriodicDashboardJobDetail,
@@ -113,10 +114,17 @@ function thousands(value: number): string {
 }
 
 /** The list's address with a filter, from the dashboard's root (which keeps any prefix or proxy path). */
-function listHref(root: string, state: string | null, q: string | null, cursor?: string): string {
+function listHref(
+  root: string,
+  state: string | null,
+  q: string | null,
+  limit = PAGE_ROWS,
+  cursor?: string,
+): string {
   const params = new URLSearchParams();
   if (state !== null) params.set('state', state);
   if (q !== null) params.set('q', q);
+  if (limit !== PAGE_ROWS) params.set('limit', String(limit));
   if (cursor !== undefined) params.set('cursor', cursor);
   const search = params.toString();
   return search === '' ? root : `${root}?${search}`;
@@ -160,10 +168,11 @@ function pager(list: PeriodicDashboardList, query: PeriodicDashboardQuery, root:
       ? `none of ${of}`
       : `${thousands(offset + 1)}–${thousands(offset + jobs.length)} of ${of}`;
   const links: string[] = [];
-  if (offset > 0) links.push(`<a href="${esc(listHref(root, query.state, query.q))}">First page</a>`);
+  if (offset > 0)
+    links.push(`<a href="${esc(listHref(root, query.state, query.q, query.limit))}">First page</a>`);
   if (list.nextCursor !== null) {
     links.push(
-      `<a href="${esc(listHref(root, query.state, query.q, list.nextCursor))}" rel="next">Next page</a>`,
+      `<a href="${esc(listHref(root, query.state, query.q, query.limit, list.nextCursor))}" rel="next">Next page</a>`,
     );
   }
   return `<span>Jobs ${shown}</span>${links.map((link) => ` · ${link}`).join('')}`;

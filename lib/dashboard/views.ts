@@ -41,8 +41,8 @@ export type PeriodicDashboardState = (typeof LIST_STATES)[number];
 export interface PeriodicDashboardQuery {
   state: PeriodicDashboardState | null;
   q: string | null;
-  /** The page goes on after this job (`readCursor`). */
-  after: ListCursor | null;
+  /** The page goes on after the job registered as this (`readCursor`); null: the first page. */
+  after: number | null;
   limit: number;
 }
 
@@ -66,8 +66,8 @@ export interface PeriodicDashboardList {
 /**
  * A page of the jobs that match the query, in the order they were registered, with the counts of every job by
  * state: one pass over the jobs in memory, and one read of the store for the exclusive jobs of the page only.
- * A cursor names the last job of the page before, and where it was: when that job has been removed since,
- * the page goes on from where it was.
+ * A cursor is the registry's number of the last job of the page before: the page goes on with the jobs
+ * registered after it, whatever was removed since (a job added again is registered anew, at the end).
  */
 export async function listOf(
   registry: PeriodicRegistry,
@@ -76,12 +76,7 @@ export async function listOf(
 ): Promise<PeriodicDashboardList> {
   health.refresh();
   const all = registry.getAll();
-  const { after } = query;
-  let start = 0;
-  if (after !== null) {
-    const at = registry.has(after.name) ? all.findIndex((scheduler) => scheduler.name === after.name) : -1;
-    start = at === -1 ? Math.min(after.index, all.length) : at + 1;
-  }
+  const after = query.after ?? 0;
   const needle = query.q?.toLowerCase() ?? null;
   const counts: Record<PeriodicDashboardState, number> = {
     ticking: 0,
@@ -94,14 +89,13 @@ export async function listOf(
   let matched = 0;
   let offset = 0;
   let more = false;
-  for (let index = 0; index < all.length; index++) {
-    const scheduler = all[index]!;
+  for (const scheduler of all) {
     const states = statesOf(scheduler, health);
     for (const state of states) counts[state]++;
     if (query.state !== null && !states.includes(query.state)) continue;
     if (needle !== null && !scheduler.name.toLowerCase().includes(needle)) continue;
     matched++;
-    if (index < start) offset++;
+    if (scheduler.registered <= after) offset++;
     else if (shown.length < query.limit) shown.push(scheduler);
     else more = true;
   }
@@ -113,7 +107,7 @@ export async function listOf(
     counts,
     matched,
     offset,
-    nextCursor: more && last !== undefined ? cursorOf(all.indexOf(last, start), last.name) : null,
+    nextCursor: more && last !== undefined ? cursorOf(last.registered) : null,
   };
 }
 
@@ -127,30 +121,22 @@ function statesOf(scheduler: PeriodicScheduler, health: JobHealth): PeriodicDash
   return states;
 }
 
-/** The last job of a page: where it was among every job, and its name. */
-export interface ListCursor {
-  index: number;
-  name: string;
-}
-
 /** A cursor, as the caller sees it: base64url text, opaque. */
-function cursorOf(index: number, name: string): string {
-  return Buffer.from(JSON.stringify([index, name])).toString('base64url');
+function cursorOf(registered: number): string {
+  return Buffer.from(JSON.stringify([registered])).toString('base64url');
 }
 
-/** A cursor given back, or undefined for text the dashboard did not give as one. */
-export function readCursor(cursor: string): ListCursor | undefined {
+/** The number a cursor holds, or undefined for text the dashboard did not give as a cursor. */
+export function readCursor(cursor: string): number | undefined {
   let read: unknown;
   try {
     read = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     return undefined;
   }
-  if (!Array.isArray(read) || read.length !== 2) return undefined;
-  const [index, name] = read as unknown[];
-  return Number.isSafeInteger(index) && (index as number) >= 0 && typeof name === 'string'
-    ? { index: index as number, name }
-    : undefined;
+  if (!Array.isArray(read) || read.length !== 1) return undefined;
+  const [registered] = read as unknown[];
+  return Number.isSafeInteger(registered) && (registered as number) >= 0 ? (registered as number) : undefined;
 }
 
 /** One job, with its options. */

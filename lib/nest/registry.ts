@@ -57,6 +57,8 @@ export class PeriodicRegistry {
   private readonly jobs = new Map<string, PeriodicScheduler>();
   /** The jobs `remove()` is draining. */
   private readonly removing = new Set<PeriodicScheduler>();
+  /** The number the last job registered got: each job's `registered`, in the order of `jobs`. */
+  private registeredLast = 0;
   private phase: 'created' | 'bootstrapped' | 'closing' = 'created';
 
   constructor(
@@ -244,6 +246,7 @@ export class PeriodicRegistry {
           'names must be unique in the application: give one of them another { name }',
       );
     }
+    scheduler.registered = ++this.registeredLast;
     this.jobs.set(scheduler.name, scheduler);
   }
 

@@ -192,6 +192,9 @@ export class PeriodicScheduler {
   /** @internal */ next: TimerEntry | undefined;
   /** @internal */ own: ReturnType<typeof setTimeout> | undefined;
 
+  /** @internal Where the job stands among those of its registry, which numbers them as it gets them. */
+  registered = 0;
+
   /**
    * @param options the job's options with its `name` and the `run` function; invalid ones throw a
    *   {@link PeriodicConfigError}.

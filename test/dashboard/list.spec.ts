@@ -97,19 +97,36 @@ describe.each(['express', 'fastify'] as const)('on %s: the list of thousands of 
     ]);
   });
 
-  it('a page goes on where it was when the last job of the page before was removed', async () => {
+  it('a page goes on with the jobs registered after the last of the page before, whatever was removed since', async () => {
     const first = await list('?q=Tenant-7&limit=3');
     expect(first.jobs.map((job) => job.name)).toEqual([
       'Tenant-7.Report',
       'Tenant-70.Report',
       'Tenant-71.Report',
     ]);
-    await served.registry.remove('Tenant-71.Report');
+    // Jobs before the cursor's and the cursor's own removed; the cursor's added again, at the end.
+    for (const name of ['Tenant-7.Report', 'Tenant-70.Report', 'Tenant-71.Report'])
+      await served.registry.remove(name);
+    served.registry.add('Tenant-71.Report', () => undefined, { every: 3_600_000, mode: 'manual' });
     try {
-      const next = await list(`?q=Tenant-7&limit=3&cursor=${encodeURIComponent(first.nextCursor!)}`);
-      expect(next.jobs[0]!.name).toBe('Tenant-72.Report');
+      const seen: string[] = [];
+      let cursor: string | null = first.nextCursor;
+      while (cursor !== null) {
+        const page: ListAnswer = await list(`?q=Tenant-7&limit=3&cursor=${encodeURIComponent(cursor)}`);
+        seen.push(...page.jobs.map((job) => job.name));
+        cursor = page.nextCursor;
+      }
+      // Tenant-72 … 79, Tenant-700 … 799, then Tenant-71 again, registered last: none skipped, none twice.
+      const expected = [
+        ...Array.from({ length: 8 }, (_, i) => `Tenant-${72 + i}.Report`),
+        ...Array.from({ length: 100 }, (_, i) => `Tenant-${700 + i}.Report`),
+        'Tenant-71.Report',
+      ];
+      expect(seen).toEqual(expected);
     } finally {
-      served.registry.add('Tenant-71.Report', () => undefined, { every: 3_600_000, mode: 'manual' });
+      for (const name of ['Tenant-7.Report', 'Tenant-70.Report']) {
+        served.registry.add(name, () => undefined, { every: 3_600_000, mode: 'manual' });
+      }
     }
   });
 
@@ -120,8 +137,16 @@ describe.each(['express', 'fastify'] as const)('on %s: the list of thousands of 
     ]);
     expect(await refusal('?state=paused&state=down')).toEqual([
       400,
-      "?state= may be given once, got [ 'paused', 'down' ]",
+      "?state= must be given once, as plain text, got [ 'paused', 'down' ]",
     ]);
+    // A parameter the list does not take, brackets included, is refused, never ignored.
+    for (const query of ['?state[]=paused', '?q[a]=1', '?page=2']) {
+      const name = query.slice(1).split('=')[0]!;
+      expect(await refusal(query)).toEqual([
+        400,
+        `the list takes only ?state=, ?q=, ?cursor=, ?limit=, got "${name}": remove it`,
+      ]);
+    }
     expect(await refusal('?limit=101')).toEqual([400, '?limit= must be 1 to 100 rows, got 101']);
     expect(await refusal('?limit=0')).toEqual([400, '?limit= must be 1 to 100 rows, got 0']);
     expect((await refusal('?limit=ten'))[0]).toBe(400);
@@ -154,10 +179,13 @@ describe.each(['express', 'fastify'] as const)('on %s: the list of thousands of 
     expect(html).toContain(`Jobs 1–100 of ${(ADDED + 4).toLocaleString('en-US')}`);
     // The next page, as a browser follows the link: the rows after these.
     const next = /<a href="periodic(\?cursor=[^"]+)" rel="next">Next page<\/a>/.exec(html)![1]!;
-    const second = await (await call(next.replaceAll('&amp;', '&'))).text();
+    const second = await (await call(next.replaceAll('&#38;', '&'))).text();
     expect(second).toContain('Jobs 101–200 of');
     expect(second).toContain(`data-job="${served.registry.getAll()[100]!.name}"`);
     expect(second).toContain('First page');
+    // A page of another size keeps it in its links.
+    const small = await (await call('?limit=5')).text();
+    expect(small).toMatch(/<a href="periodic\?limit=5&#38;cursor=[^"]+" rel="next">Next page<\/a>/);
     // The search as the form sends it: what it was given stays in the field, escaped.
     const searched = await (await call('?q=%3Cb%3E&state=')).text();
     expect(searched).toContain('value="&#60;b&#62;"');
