@@ -30,7 +30,7 @@ import {
 import { ASSETS } from './assets.js';
 import { ActionBudget, type AnyRequest, decoded, foreignOrigin, SECURITY_HEADERS } from './hardening.js';
 import { DASHBOARD_OPTIONS, type PeriodicDashboardAccess, type ResolvedDashboardOptions } from './options.js';
-import { jobPage, listPage, notFoundPage, type PageContext } from './pages.js';
+import { badListPage, jobPage, listPage, notFoundPage, type PageContext } from './pages.js';
 import {
   jobDetailOf,
   LIST_STATES,
@@ -94,9 +94,17 @@ export class DashboardController {
     @Query() given: Record<string, unknown>,
   ): Promise<string> {
     const access = await this.#allowed(request, response, PAGE);
-    const query = listQuery(given);
-    const list = await listOf(this.registry, this.#health, query);
-    return listPage(list, query, this.#page(request, access, ''));
+    const page = this.#page(request, access, '');
+    let query: PeriodicDashboardQuery;
+    try {
+      query = listQuery(given);
+    } catch (error) {
+      // A person follows a link or types an address: the answer is a page, with the way back to the list.
+      if (!(error instanceof BadRequestException)) throw error;
+      response.status(400);
+      return badListPage(error.message, page);
+    }
+    return listPage(await listOf(this.registry, this.#health, query), query, page);
   }
 
   @Get(WILDCARD_ROUTES.jobPage)

@@ -182,6 +182,17 @@ function pager(list: PeriodicDashboardList, query: PeriodicDashboardQuery, root:
 const UNREAD = (what: string) =>
   `<p class="unread">The ${what} cannot be read now: the coordinator’s store does not answer. This page shows it again once the store answers.</p>`;
 
+/** An address of the list that asks for what it cannot show (`why`, the 400's message), and the way back. */
+export function badListPage(why: string, page: PageContext): string {
+  const body = `
+<nav><a href="${esc(page.root)}">All jobs</a></nav>
+<main>
+  <h1>The list cannot show that</h1>
+  <p>${esc(why)}.</p>
+</main>`;
+  return document('The list cannot show that · Periodic jobs', body, page);
+}
+
 /** `name`: undefined for an address that is not valid percent-encoding, which names no job. */
 export function notFoundPage(name: string | undefined, page: PageContext): string {
   const named = name === undefined ? 'No job by that name' : `No job named ${breakable(name)}`;

@@ -183,6 +183,13 @@ describe.each(['express', 'fastify'] as const)('on %s: the list of thousands of 
     expect(second).toContain('Jobs 101–200 of');
     expect(second).toContain(`data-job="${served.registry.getAll()[100]!.name}"`);
     expect(second).toContain('First page');
+    // An address the list cannot take answers a page that says why, and leads back to the list.
+    const bad = await call('?state=%3Cb%3Esleeping');
+    expect([bad.status, bad.headers.get('content-type')]).toEqual([400, 'text/html; charset=utf-8']);
+    const said = await bad.text();
+    expect(said).toContain('<h1>The list cannot show that</h1>');
+    expect(said).toContain('got &#34;&#60;b&#62;sleeping&#34;: leave it out for every job.');
+    expect(said).toContain('<nav><a href="periodic">All jobs</a></nav>');
     // A page of another size keeps it in its links.
     const small = await (await call('?limit=5')).text();
     expect(small).toMatch(/<a href="periodic\?limit=5&#38;cursor=[^"]+" rel="next">Next page<\/a>/);
