@@ -39,12 +39,15 @@ export class DecoratedPlace {
   }
 }
 
+/** The call that added the job `name`, as messages name it. */
+function addedBy(name: string): string {
+  return `PeriodicRegistry.add(${JSON.stringify(name)})`;
+}
+
 /** Where a job comes from: its decorated method, or the call that added it. */
 function placeOf(scheduler: PeriodicScheduler): string | DecoratedPlace {
   const { method } = scheduler;
-  return method instanceof DecoratedPlace
-    ? method
-    : `PeriodicRegistry.add(${JSON.stringify(scheduler.name)})`;
+  return method instanceof DecoratedPlace ? method : addedBy(scheduler.name);
 }
 
 /**
@@ -93,7 +96,7 @@ export class PeriodicRegistry {
     options: Omit<PeriodicOptions, 'name' | 'when'> & { when?: () => boolean | Promise<boolean> },
   ): PeriodicScheduler {
     checkOption('PeriodicRegistry.add()', 'name', name);
-    const where = `PeriodicRegistry.add(${JSON.stringify(name)})`;
+    const where = addedBy(name);
     if (typeof run !== 'function') {
       throw new PeriodicConfigError(
         `${where}: the job must be a function, called with the run's context, got ${describeValue(run)}`,
