@@ -1,8 +1,9 @@
-export { Periodic } from './nest/decorator.js';
+export { Periodic, PeriodicHandler } from './nest/decorator.js';
 export { PeriodicModule, type PeriodicModuleAsyncOptions } from './nest/module.js';
 export type { PeriodicJobOverrides, PeriodicModuleOptions } from './nest/options.js';
 export type { PeriodicLogKind, PeriodicLoggerLevels, PeriodicLogLevel } from './nest/logger.js';
 export { PeriodicRegistry } from './nest/registry.js';
+export type { PeriodicSchedules } from './nest/schedules.js';
 export { PeriodicEvents } from './nest/events.js';
 export { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 export type {
@@ -20,8 +21,13 @@ export type {
   PeriodicLeaseSteps,
   PeriodicOperation,
   PeriodicRunEntry,
+  PeriodicScheduleSteps,
   PeriodicScheduleWrite,
   PeriodicScheduleWritten,
+  PeriodicStoredAnswer,
+  PeriodicStoredChanges,
+  PeriodicStoredRecord,
+  PeriodicStoredWrite,
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerState,
@@ -30,6 +36,14 @@ export type {
 export type { PeriodicAuditEntry, PeriodicOperationOptions } from './scheduler/operations.js';
 export type { PeriodicHistoryOptions, PeriodicRunRecord } from './scheduler/history.js';
 export type { PeriodicFleetStatus } from './scheduler/fleet-status.js';
+export type {
+  PeriodicScheduleChangeOptions,
+  PeriodicScheduleDefinition,
+  PeriodicScheduleList,
+  PeriodicScheduleQuery,
+  PeriodicStoredOptions,
+  PeriodicStoredSchedule,
+} from './scheduler/stored-schedules.js';
 export { InMemoryCoordinator, type InMemoryCoordinatorOptions } from './coordinators/in-memory.js';
 export {
   type RedisClient,
@@ -65,6 +79,7 @@ export {
   type AbortReason,
   PeriodicAbortError,
   PeriodicConfigError,
+  PeriodicConflictError,
   PeriodicNotFoundError,
   PeriodicStoreError,
   PeriodicTimeoutError,

@@ -11,6 +11,10 @@ import type {
   PeriodicRunEntry,
   PeriodicScheduleWrite,
   PeriodicScheduleWritten,
+  PeriodicStoredAnswer,
+  PeriodicStoredChanges,
+  PeriodicStoredRecord,
+  PeriodicStoredWrite,
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerState,
@@ -52,6 +56,12 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   /** Triggers no holder has taken yet, by job name; and the answers not read yet, by trigger id. */
   private readonly triggers = new Map<string, PeriodicTriggerRequest[]>();
   private readonly answers = new Map<string, PeriodicTriggerAnswer>();
+  /** The stored schedules by name, the count of their changes, and when each removed one was removed. */
+  private readonly stored = new Map<string, PeriodicStoredRecord>();
+  private storedChange = 0;
+  private readonly storedRemoved = new Map<string, number>();
+  /** Who is told of a change of a stored schedule. */
+  private readonly watchers = new Set<() => void>();
 
   constructor(options: InMemoryCoordinatorOptions = {}) {
     const where = 'new InMemoryCoordinator()';
@@ -130,7 +140,15 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       return waiting.map((request) => ({ ...request }));
     });
     this.fleet ??= randomUUID();
-    return { members, renewed, acquired, paused: [...this.pauses.keys()], triggers, fleet: this.fleet };
+    return {
+      members,
+      renewed,
+      acquired,
+      paused: [...this.pauses.keys()],
+      triggers,
+      fleet: this.fleet,
+      schedules: this.storedChange,
+    };
   }
 
   async writeSchedules(owner: string, writes: PeriodicScheduleWrite[]): Promise<PeriodicScheduleWritten[]> {
@@ -145,9 +163,115 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   async operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
     if (operation.action === 'pause') this.pauses.set(name, { ...operation });
     if (operation.action === 'resume') this.pauses.delete(name);
+    this.audited(name, operation, keep);
+  }
+
+  private audited(name: string, operation: PeriodicOperation, keep: number): void {
     const trail = this.audits.get(name) ?? [];
     trail.push({ ...operation });
     this.audits.set(name, trail.slice(-keep));
+  }
+
+  async writeStored(
+    writes: PeriodicStoredWrite[],
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer[]> {
+    const answers = writes.map(({ name, handler, definition, ifVersion }): PeriodicStoredAnswer => {
+      const old = this.stored.get(name);
+      if (ifVersion !== undefined && ifVersion !== (old?.version ?? 0)) {
+        return { ok: false, currentVersion: old?.version ?? null };
+      }
+      const record: PeriodicStoredRecord = {
+        name,
+        handler,
+        definition,
+        version: (old?.version ?? 0) + 1,
+        createdAt: old?.createdAt ?? operation.at,
+        updatedAt: operation.at,
+        updatedBy: operation.by,
+        change: ++this.storedChange,
+      };
+      this.stored.set(name, record);
+      this.storedRemoved.delete(name);
+      this.audited(name, { action: old === undefined ? 'create' : 'update', ...operation }, keep);
+      return { ok: true, record: { ...record } };
+    });
+    this.changed();
+    return answers;
+  }
+
+  async removeStored(
+    name: string,
+    ifVersion: number | undefined,
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer> {
+    const old = this.stored.get(name);
+    if (ifVersion !== undefined && ifVersion !== (old?.version ?? 0)) {
+      return { ok: false, currentVersion: old?.version ?? null };
+    }
+    if (old === undefined) return { ok: true, record: null, removed: false };
+    this.stored.delete(name);
+    this.storedRemoved.set(name, ++this.storedChange);
+    this.audited(name, { action: 'remove', ...operation }, keep);
+    this.changed();
+    return { ok: true, record: null, removed: true };
+  }
+
+  async readStored(name: string): Promise<PeriodicStoredRecord | null> {
+    const record = this.stored.get(name);
+    return record === undefined ? null : { ...record };
+  }
+
+  async listStored({
+    handler,
+    prefix = '',
+    after,
+    limit,
+  }: {
+    handler?: string;
+    prefix?: string;
+    after?: string;
+    limit: number;
+  }): Promise<PeriodicStoredRecord[]> {
+    return [...this.stored.values()]
+      .filter(
+        (record) =>
+          (handler === undefined || record.handler === handler) &&
+          record.name.startsWith(prefix) &&
+          (after === undefined || record.name > after),
+      )
+      .sort((a, b) => (a.name < b.name ? -1 : 1))
+      .slice(0, limit)
+      .map((record) => ({ ...record }));
+  }
+
+  async readStoredChanges(since: number, limit: number): Promise<PeriodicStoredChanges> {
+    const changes: (PeriodicStoredRecord | { name: string; change: number; removed: true })[] = [];
+    for (const record of this.stored.values()) if (record.change > since) changes.push(record);
+    for (const [name, change] of this.storedRemoved) {
+      if (change > since) changes.push({ name, change, removed: true });
+    }
+    changes.sort((a, b) => a.change - b.change);
+    const taken = changes.slice(0, limit);
+    return {
+      records: taken.flatMap((one) => ('removed' in one ? [] : [{ ...one }])),
+      removed: taken.flatMap((one) => ('removed' in one ? [one.name] : [])),
+      change: taken.length === 0 ? Math.max(since, this.storedChange) : taken.at(-1)!.change,
+      complete: taken.length === changes.length,
+    };
+  }
+
+  watchStored(listener: () => void): () => void {
+    const watching = () => listener();
+    this.watchers.add(watching);
+    return () => this.watchers.delete(watching);
+  }
+
+  /** Tells the watchers, after this step: as a notification from a store would, never within it. */
+  private changed(): void {
+    for (const watcher of this.watchers) setImmediate(watcher);
   }
 
   async readPause(name: string): Promise<PeriodicOperation | null> {

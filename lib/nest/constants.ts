@@ -6,6 +6,9 @@
  */
 export const PERIODIC_OPTIONS = Symbol.for('nestjs-periodic:options');
 
+/** The property under which `@PeriodicHandler()` stores its name on the decorated method, as `@Periodic()` does. */
+export const PERIODIC_HANDLER = Symbol.for('nestjs-periodic:handler');
+
 /** Injection token of the options given to `PeriodicModule.forRoot()` or built by `forRootAsync()`. */
 export const PERIODIC_MODULE_OPTIONS = 'nestjs-periodic:module-options';
 

@@ -10,7 +10,8 @@ import {
 import { nearest, readOptions } from '../scheduler/rules.js';
 import { PeriodicTelemetry } from './telemetry.js';
 import { LOGGER_CONTEXT } from './constants.js';
-import { periodicOptionsOf } from './decorator.js';
+import { handlerNameOf, periodicOptionsOf } from './decorator.js';
+import { HandlerPlace } from './schedules.js';
 import { PeriodicEvents } from './events.js';
 import { Lifecycle } from './lifecycle.js';
 import { DEFAULT_LOG_LEVELS, eventLogger } from './logger.js';
@@ -164,7 +165,15 @@ export class PeriodicExplorer implements OnModuleInit, OnModuleDestroy {
         const prefix = `${className}.`;
         const instance = wrapper.instance as object;
         const provider = { className, module: module.metatype.name, instance };
-        for (const [key, options] of decoratedMethods(prototype)) {
+        for (const [key, decorated, handler] of decoratedMethods(prototype)) {
+          if (handler !== undefined) {
+            const where = `@PeriodicHandler() on ${className}.${String(key)}`;
+            refuseScope(where, className, wrapper);
+            ties ??= tiesOf(wrapper);
+            this.registry.schedules.handle(new HandlerPlace(handler, provider, key, ties));
+          }
+          if (decorated === undefined) continue;
+          const { options } = decorated;
           const where = `@Periodic() on ${className}.${String(key)}`;
           // Only a provider that has a job is asked for its scope, which walks its dependency tree.
           refuseScope(where, className, wrapper);
@@ -239,18 +248,25 @@ function refuseScope(where: string, className: string, wrapper: Wrapper): void {
 }
 
 /**
- * Every decorated method on a prototype chain, by the key it is called with, nearest class first. Nest's
+ * Every decorated method on a prototype chain, by the key it is called with, nearest class first: the options of
+ * its `@Periodic()` (undefined without one) and the name of its `@PeriodicHandler()` (likewise). Nest's
  * `MetadataScanner.getAllMethodNames` walks the chain the same way but sees string keys only: a job on a method
  * named by a symbol would be dropped without a word.
  */
-function* decoratedMethods(prototype: object): Generator<[string | symbol, unknown]> {
+function* decoratedMethods(
+  prototype: object,
+): Generator<
+  [key: string | symbol, periodic: { options: unknown } | undefined, handler: string | undefined]
+> {
   const keys = new Set<string | symbol>();
   for (let proto: object | null = prototype; proto !== null && proto !== Object.prototype;) {
     for (const key of Reflect.ownKeys(proto)) {
       if (key === 'constructor' || keys.has(key)) continue;
       keys.add(key);
-      const decorated = periodicOptionsOf(Object.getOwnPropertyDescriptor(proto, key)?.value);
-      if (decorated !== undefined) yield [key, decorated.options];
+      const method: unknown = Object.getOwnPropertyDescriptor(proto, key)?.value;
+      const decorated = periodicOptionsOf(method);
+      const handler = handlerNameOf(method);
+      if (decorated !== undefined || handler !== undefined) yield [key, decorated, handler];
     }
     proto = Object.getPrototypeOf(proto) as object | null;
   }

@@ -124,7 +124,10 @@ export class Lifecycle {
   destroying(instance: object, sole: boolean, draining: Promise<void>[]): void {
     // Once any object of the application is destroyed, the application is closing.
     if (sole) this.registry.halt();
-    for (const scheduler of this.ties.get(instance) ?? []) {
+    for (const scheduler of [
+      ...(this.ties.get(instance) ?? []),
+      ...this.registry.schedules.tiedTo(instance),
+    ]) {
       const stopped = scheduler.stop();
       if (scheduler.running > 0) draining.push(stopped);
     }

@@ -174,7 +174,14 @@ export function eventLogger(
         case 'leaseLost':
           return line('leaseLost', `${event.name} lost its lease: ${event.reason}`);
         case 'operated': {
-          const done = { pause: 'paused', resume: 'resumed', trigger: 'triggered' }[event.action];
+          const done = {
+            pause: 'paused',
+            resume: 'resumed',
+            trigger: 'triggered',
+            create: 'created as a stored schedule',
+            update: 'updated',
+            remove: 'removed',
+          }[event.action];
           const by = event.by === null ? '' : ` by ${event.by}`;
           const note = event.note === null ? '' : `: ${event.note}`;
           return line('operated', `${event.name} ${done}${by} on ${event.replica}${note}`);

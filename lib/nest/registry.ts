@@ -17,6 +17,7 @@ import type { PeriodicRunRecord } from '../scheduler/history.js';
 import { PeriodicTelemetry } from './telemetry.js';
 import { PeriodicEvents } from './events.js';
 import { ModuleSettings } from './options.js';
+import { HandlerPlace, PeriodicSchedules, type StoredJobsHost } from './schedules.js';
 
 /**
  * @internal A decorated job's method, which its scheduler keeps (`SchedulerContext.method`), and where the job
@@ -44,10 +45,12 @@ function addedBy(name: string): string {
   return `PeriodicRegistry.add(${JSON.stringify(name)})`;
 }
 
-/** Where a job comes from: its decorated method, or the call that added it. */
+/** Where a job comes from: its decorated method, its stored schedule, or the call that added it. */
 function placeOf(scheduler: PeriodicScheduler): string | DecoratedPlace {
   const { method } = scheduler;
-  return method instanceof DecoratedPlace ? method : addedBy(scheduler.name);
+  if (method instanceof DecoratedPlace) return method;
+  if (method instanceof HandlerPlace) return `the stored schedule "${scheduler.name}", run by ${method}`;
+  return addedBy(scheduler.name);
 }
 
 /**
@@ -57,6 +60,11 @@ function placeOf(scheduler: PeriodicScheduler): string | DecoratedPlace {
  */
 @Injectable()
 export class PeriodicRegistry {
+  /**
+   * The stored schedules (docs/schedules.md): created, edited and removed at run time for the whole fleet, kept
+   * in the coordinator's store, each an exclusive job run by the `@PeriodicHandler()` it names.
+   */
+  readonly schedules: PeriodicSchedules;
   private readonly jobs = new Map<string, PeriodicScheduler>();
   /** The jobs `remove()` is draining. */
   private readonly removing = new Set<PeriodicScheduler>();
@@ -68,7 +76,9 @@ export class PeriodicRegistry {
     private readonly events: PeriodicEvents,
     private readonly settings: ModuleSettings,
     private readonly telemetry: PeriodicTelemetry,
-  ) {}
+  ) {
+    this.schedules = new PeriodicSchedules(this satisfies StoredJobsHost, settings, events);
+  }
 
   /** The scheduler of the job `name`; throws a `PeriodicNotFoundError` listing the known names. */
   get(name: string): PeriodicScheduler {
@@ -124,7 +134,11 @@ export class PeriodicRegistry {
    * the module's coordinator, and its runs traced when telemetry is on; `options` is an object of the caller's
    * own, which this fills in. `where` names the job in messages.
    */
-  schedulerOf(options: PeriodicSchedulerOptions, where: string, method?: DecoratedPlace): PeriodicScheduler {
+  schedulerOf(
+    options: PeriodicSchedulerOptions,
+    where: string,
+    method?: DecoratedPlace | HandlerPlace,
+  ): PeriodicScheduler {
     const { mode, coordinator } = this.settings.options;
     if (options.exclusive === true && coordinator === undefined) {
       throw noCoordinator(where, 'PeriodicModule.forRoot({ coordinator })');
@@ -149,6 +163,12 @@ export class PeriodicRegistry {
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */
   async remove(name: string): Promise<void> {
     const scheduler = this.entry(name, 'remove');
+    if (this.schedules.has(name)) {
+      throw new PeriodicConfigError(
+        `PeriodicRegistry.remove(${JSON.stringify(name)}): the job is a stored schedule, which every replica ` +
+          `runs from the store; remove it there: registry.schedules.remove(${JSON.stringify(name)})`,
+      );
+    }
     this.removing.add(scheduler);
     try {
       await scheduler.stop();
@@ -210,7 +230,13 @@ export class PeriodicRegistry {
    * `leaseMs / 3` for the store: what it could not read is null. A job that is not exclusive is this process's.
    */
   async fleetStatus(name: string): Promise<PeriodicFleetStatus> {
-    return this.entry(name, 'fleetStatus').fleetStatus();
+    return this.withHandlers(await this.entry(name, 'fleetStatus').fleetStatus());
+  }
+
+  /** A stored schedule's fleet status says which replicas lack its handler, when no live one has it. */
+  private withHandlers(status: PeriodicFleetStatus): PeriodicFleetStatus {
+    const missing = this.schedules.handlerMissing(status.name);
+    return missing === undefined ? status : { ...status, handlerMissing: missing };
   }
 
   /** @internal The jobs whose state is the fleet's, kept in the coordinator's store, in registration order. */
@@ -219,8 +245,8 @@ export class PeriodicRegistry {
   }
 
   /** The fleet status of every job, in the order they were registered: one read of the store for them all. */
-  fleetStatusAll(): Promise<PeriodicFleetStatus[]> {
-    return fleetStatusAll(this.getAll());
+  async fleetStatusAll(): Promise<PeriodicFleetStatus[]> {
+    return (await fleetStatusAll(this.getAll())).map((status) => this.withHandlers(status));
   }
 
   /** What the job is doing, and what it did last. */
@@ -257,9 +283,19 @@ export class PeriodicRegistry {
    * @internal Registers a job and starts it if the application has bootstrapped already (a job added at run
    * time, or found in a module loaded lazily); otherwise it starts with the others.
    */
-  adopt(scheduler: PeriodicScheduler): void {
+  adopt(scheduler: PeriodicScheduler, start = true): void {
     this.register(scheduler);
-    if (this.phase === 'bootstrapped') scheduler.start();
+    if (start && this.phase === 'bootstrapped') scheduler.start();
+  }
+
+  /** @internal Forgets a job whose scheduler has stopped (a stored schedule changed or removed). */
+  unregister(scheduler: PeriodicScheduler): void {
+    if (this.jobs.get(scheduler.name) === scheduler) this.jobs.delete(scheduler.name);
+  }
+
+  /** @internal The job named `name`, if there is one. */
+  find(name: string): PeriodicScheduler | undefined {
+    return this.jobs.get(name);
   }
 
   /** @internal Where the job `name` comes from, if there is one. */
@@ -282,6 +318,7 @@ export class PeriodicRegistry {
     for (const scheduler of this.jobs.values()) {
       if (scheduler.state === 'idle') scheduler.start();
     }
+    this.schedules.start();
   }
 
   /** @internal Whether the application has begun to close. */
@@ -296,9 +333,10 @@ export class PeriodicRegistry {
   }
 
   /** @internal Stops every job and resolves once every run has ended. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.halt();
-    return Promise.all(this.getAll().map((scheduler) => scheduler.stop())).then(() => undefined);
+    await Promise.all(this.getAll().map((scheduler) => scheduler.stop()));
+    await this.schedules.close();
   }
 
   private entry(name: string, method: string): PeriodicScheduler {

@@ -25,6 +25,11 @@ export interface PeriodicFleetMember {
   replica: string;
   /** A digest of the names of the exclusive jobs the replica has: replicas with the same jobs have the same. */
   jobs: string;
+  /**
+   * The handlers of stored schedules the replica can run (`@PeriodicHandler()`), from a replica of a
+   * coordinator that stores schedules; absent from older replicas, which run none.
+   */
+  handlers?: string[];
 }
 
 /** A lease an owner holds, with the fencing token of its holding. */
@@ -74,6 +79,11 @@ export interface PeriodicHeartbeatReply {
    * go on. Absent or empty when it refused none.
    */
   refused?: PeriodicJobRefusal[];
+  /**
+   * The store's count of changes to its stored schedules (`PeriodicScheduleSteps`), from a coordinator that
+   * stores them: a replica that has applied fewer reads the changes it missed.
+   */
+  schedules?: number;
 }
 
 /** A job whose data the store refused, and the store's error: that job's step fails, and no other's. */
@@ -87,9 +97,12 @@ export interface PeriodicScheduleWrite extends PeriodicLeaseHeld {
   schedule: PeriodicFleetSchedule;
 }
 
-/** An operation on a job from `pause`, `resume` or `trigger`, as the job's audit trail keeps it. */
+/**
+ * An operation on a job, as the job's audit trail keeps it: `pause`, `resume` or `trigger`, or a change of a
+ * stored schedule (`create`, `update`, `remove`).
+ */
 export interface PeriodicOperation {
-  action: 'pause' | 'resume' | 'trigger';
+  action: 'pause' | 'resume' | 'trigger' | 'create' | 'update' | 'remove';
   /** Who asked for it, as the caller named them; null when not named. */
   by: string | null;
   note: string | null;
@@ -175,10 +188,16 @@ export type PeriodicScheduleWritten = boolean | 'paused';
  * steps a coordinator has whole or not at all: the fleet's batched steps (`PeriodicFleetSteps`), which keep a
  * fleet's traffic to the store independent of the number of jobs and spread the jobs over the replicas (a
  * coordinator without them works as one replica alone, with a command per job); and, on top of them, the
- * fleet's pauses and audit trail, its run history, and triggers from any replica.
+ * fleet's pauses and audit trail, its run history, triggers from any replica, and stored schedules.
  */
 export type PeriodicCoordinator = PeriodicLeaseSteps &
-  Partial<PeriodicFleetSteps & PeriodicAuditSteps & PeriodicHistorySteps & PeriodicTriggerSteps>;
+  Partial<
+    PeriodicFleetSteps &
+      PeriodicAuditSteps &
+      PeriodicHistorySteps &
+      PeriodicTriggerSteps &
+      PeriodicScheduleSteps
+  >;
 
 /** The steps for one job, which every coordinator has: a job's lease and its schedule. */
 export interface PeriodicLeaseSteps {
@@ -281,4 +300,96 @@ export interface PeriodicTriggerSteps {
   readTrigger(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState>;
   /** The holder's answer to trigger `id` of job `name`, for the replica that asked. */
   answerTrigger(name: string, id: string, answer: PeriodicTriggerAnswer): Promise<void>;
+}
+
+/**
+ * A stored schedule as the store keeps it (docs/schedules.md): its definition as the package wrote it, which the
+ * store does not read, and what the store counts of it. Times are wall-clock milliseconds since the epoch.
+ */
+export interface PeriodicStoredRecord {
+  name: string;
+  /** The `@PeriodicHandler()` that runs it, kept apart from the definition so that a list can be filtered by it. */
+  handler: string;
+  /** The definition (its options and data) as JSON text, with the version of its format. */
+  definition: string;
+  /** 1 when created, one more with each update. */
+  version: number;
+  createdAt: number;
+  updatedAt: number;
+  /** Who made the last change, as the caller named them; null when not named. */
+  updatedBy: string | null;
+  /** The store's count of changes (`PeriodicHeartbeatReply.schedules`) when this schedule last changed. */
+  change: number;
+}
+
+/** A write of a stored schedule, refused unless its version is `ifVersion` when that is given (0: it must not exist). */
+export interface PeriodicStoredWrite {
+  name: string;
+  handler: string;
+  definition: string;
+  ifVersion?: number;
+}
+
+/**
+ * What the store answers a write or a removal: the record written (null for a removal, or a removal of nothing:
+ * `removed` false), or a refusal with the version the schedule has (null: it does not exist).
+ */
+export type PeriodicStoredAnswer =
+  | { ok: true; record: PeriodicStoredRecord | null; removed?: boolean }
+  | { ok: false; currentVersion: number | null };
+
+/** The changes to the stored schedules after a count of changes, in the order they were made. */
+export interface PeriodicStoredChanges {
+  /** The schedules written since, their latest version each. */
+  records: PeriodicStoredRecord[];
+  /** The names of those removed since. */
+  removed: string[];
+  /** The count of changes these bring the reader to: the next read starts after it. */
+  change: number;
+  /** Whether no change is left after `change`. */
+  complete: boolean;
+}
+
+/**
+ * What keeps the fleet's stored schedules (docs/schedules.md): schedules created, edited and removed at run time,
+ * each written with an entry in its job's audit trail in the same step, and counted, so that every replica reads
+ * the changes it has not applied (`PeriodicHeartbeatReply.schedules` tells it there are some).
+ */
+export interface PeriodicScheduleSteps {
+  /**
+   * Writes schedules, each unless `ifVersion` is given and is not its version (0 when it does not exist): a
+   * creation at version 1 or an update at one more, each recorded in the job's audit trail (`'create'` or
+   * `'update'`, `operation`'s other fields) which keeps the latest `keep`. One answer per write, in order.
+   */
+  writeStored(
+    writes: PeriodicStoredWrite[],
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer[]>;
+  /** Removes a schedule unless `ifVersion` is given and is not its version, and records `'remove'` in its audit trail. */
+  removeStored(
+    name: string,
+    ifVersion: number | undefined,
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer>;
+  /** The stored schedule `name`, or null. */
+  readStored(name: string): Promise<PeriodicStoredRecord | null>;
+  /**
+   * At most `limit` stored schedules in the order of their names, after the name `after` (if given): only those of
+   * `handler`, and those whose names start with `prefix`, when given.
+   */
+  listStored(query: {
+    handler?: string;
+    prefix?: string;
+    after?: string;
+    limit: number;
+  }): Promise<PeriodicStoredRecord[]>;
+  /** At most about `limit` changes made after the count `since` (0: every schedule stored). */
+  readStoredChanges(since: number, limit: number): Promise<PeriodicStoredChanges>;
+  /**
+   * Optional: calls `listener` soon after any replica changes a stored schedule (Redis pub/sub, PostgreSQL
+   * `NOTIFY`), so that replicas apply it before their next heartbeat. Returns what stops it.
+   */
+  watchStored?(listener: () => void): () => void;
 }

@@ -34,6 +34,22 @@ export class PeriodicStoreError extends Error {
   override readonly name = 'PeriodicStoreError';
 }
 
+/**
+ * A stored schedule was changed since the version the caller read (`ifVersion`), or was removed: nothing was
+ * written. `currentVersion` is the version it has now, null when it does not exist.
+ */
+export class PeriodicConflictError extends Error {
+  override readonly name = 'PeriodicConflictError';
+
+  constructor(
+    message: string,
+    /** The schedule's version in the store now; null when it does not exist. */
+    readonly currentVersion: number | null,
+  ) {
+    super(message);
+  }
+}
+
 /** `syncTick` gave up waiting for its run; the run itself goes on. */
 export class PeriodicTimeoutError extends Error {
   override readonly name = 'PeriodicTimeoutError';

@@ -45,11 +45,11 @@ export type PeriodicEvent =
    * Once per loss and replica, not per job.
    */
   | { type: 'storeReset'; lost: string[] }
-  /** A pause, resume or trigger, as the job's audit trail records it. */
+  /** A pause, resume or trigger, or a change of a stored schedule, as the job's audit trail records it. */
   | {
       type: 'operated';
       name: string;
-      action: 'pause' | 'resume' | 'trigger';
+      action: 'pause' | 'resume' | 'trigger' | 'create' | 'update' | 'remove';
       by: string | null;
       note: string | null;
       replica: string;

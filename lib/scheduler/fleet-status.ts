@@ -20,6 +20,11 @@ export interface PeriodicFleetStatus {
   consecutiveFailures: number;
   /** The store, as this replica sees it. */
   store: { reachable: boolean; since: Date; lastError: string | null };
+  /**
+   * A stored schedule that no live replica can run, as none has its `@PeriodicHandler()`: the replicas of the
+   * fleet (a rolling deploy not done yet, say). Absent otherwise.
+   */
+  handlerMissing?: string[];
 }
 
 /** What this replica knows of a job, for what the store does not tell. */

@@ -34,7 +34,8 @@ const text = (what: string): OptionRule => ({
   expected: `a string of at most ${TEXT} characters, without U+0000 or a lone surrogate (${what})`,
 });
 
-const RULES = {
+/** The rules of who asks for an operation and why: also those of who changes a stored schedule. */
+export const OPERATION_RULES = {
   by: text("who asks, such as 'alice@example.com'"),
   note: text("why, such as 'the billing API is down'"),
 } satisfies Record<keyof PeriodicOperationOptions, OptionRule>;
@@ -47,7 +48,7 @@ export function operation(
   replica: string,
 ): PeriodicOperation {
   const where = `${action}() of job "${name}"`;
-  const given = checkedOptions(where, options ?? {}, RULES, "{ by: 'alice', note: 'maintenance' }");
+  const given = checkedOptions(where, options ?? {}, OPERATION_RULES, "{ by: 'alice', note: 'maintenance' }");
   const { by = null, note = null } = given as PeriodicOperationOptions;
   return { action, by, note, replica, at: Date.now() };
 }

@@ -103,6 +103,16 @@ interface PendingRetry {
   due: boolean;
 }
 
+/**
+ * A scheduler that stops: what `stop()` resolves, what resolves it once the last run has ended, and whether its
+ * runs were told to stop (`retire()` lets them end by themselves).
+ */
+interface Stopping {
+  readonly stopped: Promise<void>;
+  drained?: () => void;
+  stopsRuns: boolean;
+}
+
 /** A sink as the scheduler calls it. */
 type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
 
@@ -182,7 +192,7 @@ export class PeriodicScheduler {
   /** Exclusive jobs: this replica's part in the fleet's schedule, and the lease it must hold to start a run. */
   readonly #fleet: FleetSlots | undefined;
   /** Once `stop()` was called: what it resolves, and what resolves it when the last run has ended. */
-  #stopping: { readonly stopped: Promise<void>; drained?: () => void } | undefined;
+  #stopping: Stopping | undefined;
 
   // The job's tick timer: the scheduler is the shared timer's entry itself (see TimerEntry).
   /** @internal */ deadline = 0;
@@ -194,6 +204,9 @@ export class PeriodicScheduler {
 
   /** @internal Where the job stands among those of its registry, which numbers them as it gets them. */
   registered = 0;
+
+  /** @internal A stored schedule's data, which each run takes when it starts (`ctx.data`); undefined for other jobs. */
+  data: unknown = undefined;
 
   /**
    * @param options the job's options with its `name` and the `run` function; invalid ones throw a
@@ -475,7 +488,7 @@ export class PeriodicScheduler {
     // that had this replica's name before).
     const record = this.#recorded();
     const run = tick;
-    run.start(this.#jobIdBase + ++record.started, this.#fleet?.lease.fencingToken);
+    run.start(this.#jobIdBase + ++record.started, this.#fleet?.lease.fencingToken, this.data);
     // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
     if (replacesGridRun) run.replacesGridRun();
     const runs = this.#runs;
@@ -898,6 +911,25 @@ export class PeriodicScheduler {
    * same promise.
    */
   stop(): Promise<void> {
+    const stopping = this.#drain();
+    if (!stopping.stopsRuns) {
+      stopping.stopsRuns = true;
+      for (const run of this.#inFlight()) run.stop('shutdown');
+    }
+    return stopping.stopped;
+  }
+
+  /**
+   * @internal Stops ticking, lets the runs in flight end by themselves, and resolves once they have, and a lease
+   * this replica holds has been released: a stored schedule whose definition changed, whose runs end with the
+   * one they started with. `stop()` meanwhile stops them.
+   */
+  retire(): Promise<void> {
+    return this.#drain().stopped;
+  }
+
+  /** Stops ticking, and waits for the last run to end before the lease is released. */
+  #drain(): Stopping {
     if (this.#stopping === undefined) {
       this.halt();
       let drained: Promise<void>;
@@ -906,10 +938,9 @@ export class PeriodicScheduler {
       else drained = new Promise((settled) => (resolve = settled));
       const fleet = this.#fleet;
       const stopped = fleet === undefined ? drained : drained.then(() => fleet.release());
-      this.#stopping = { stopped, drained: resolve };
-      for (const run of this.#inFlight()) run.stop('shutdown');
+      this.#stopping = { stopped, drained: resolve, stopsRuns: false };
     }
-    return this.#stopping.stopped;
+    return this.#stopping;
   }
 
   /**

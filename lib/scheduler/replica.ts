@@ -181,6 +181,12 @@ export class Replica {
   private fleet: string | undefined;
   /** Told what the store lost when a heartbeat finds the fleet's records gone (the `storeReset` event). */
   onStoreReset: ((lost: string[]) => void) | undefined;
+  /** The handlers of stored schedules this replica can run, for its member record; undefined when it runs none. */
+  handlers: string[] | undefined;
+  /** Told the store's count of changes to its stored schedules, with each heartbeat's answer that has it. */
+  onStoredCount: ((count: number) => void) | undefined;
+  /** Whether the replica stays in the fleet without a lease (`stay()`). */
+  private staying = false;
 
   /**
    * @param store the coordinator, and where its failures are reported.
@@ -198,13 +204,42 @@ export class Replica {
     this.margin = this.calls.timing.marginMs;
   }
 
+  /**
+   * Keeps this replica in the fleet while it has no lease: a replica that runs stored schedules (its member record
+   * names its handlers, and its heartbeat reads the store's count of their changes) from the module's start
+   * to its close, whatever leases it holds meanwhile.
+   */
+  stay(): void {
+    if (this.staying) return;
+    this.arrive();
+    this.staying = true;
+    if (!this.beating) this.beatNow();
+  }
+
+  /** No longer kept in the fleet without a lease: one without leases leaves it now. */
+  async go(): Promise<void> {
+    if (!this.staying) return;
+    this.staying = false;
+    if (this.leases.size > 0) return;
+    this.stopWhenEmpty();
+    await this.giveUp(undefined);
+  }
+
+  /** Whether the replica is in the fleet: it has jobs, or `stay()`s. */
+  private get present(): boolean {
+    return this.leases.size > 0 || this.staying;
+  }
+
+  /** (Again) the first job, or `stay()`: the replica joins the fleet, and learns who is in it before it takes leases. */
+  private arrive(): void {
+    if (this.present) return;
+    this.calls.silence(false);
+    this.known = false;
+  }
+
   /** @internal The lease of a job that starts: taken at the next heartbeat, which comes at once if none is due. */
   join(lease: Lease): void {
-    if (this.leases.size === 0) {
-      // (Again) the first job: the replica joins the fleet, and learns who is in it before it takes leases.
-      this.calls.silence(false);
-      this.known = false;
-    }
+    this.arrive();
     this.leases.set(lease.name, lease);
     // Which member the spread gives the job is known at the next heartbeat, which counts it.
     this.digest = '';
@@ -267,7 +302,7 @@ export class Replica {
     const releases = this.releases;
     this.releases = [];
     const held = releases.flatMap((release) => (release.held === undefined ? [] : [release.held]));
-    const last = this.leases.size === 0;
+    const last = !this.present;
     if (held.length > 0 || last) await this.calls.releaseAll(this.owner, held, last).catch(() => undefined);
     // The replica has left: whatever the store answers from now on is not reported.
     if (last) this.calls.silence();
@@ -275,7 +310,7 @@ export class Replica {
   }
 
   private async heartbeat(): Promise<void> {
-    if (this.beating || this.leases.size === 0) return;
+    if (this.beating || !this.present) return;
     this.beating = true;
     const request = this.request();
     const sent = now();
@@ -294,7 +329,7 @@ export class Replica {
     this.beating = false;
     const spread = this.spread;
     if (reply !== undefined) this.answered(request, reply, sent);
-    if (this.leases.size === 0) return;
+    if (!this.present) return;
     // The first answer names the fleet, and a change of its members may give this replica leases that are
     // free (a member closed or died): they are taken at once.
     const first = reply !== undefined && !this.known;
@@ -337,7 +372,10 @@ export class Replica {
       else if (acquire.length < ACQUIRE_PER_HEARTBEAT) acquire.push(lease.name);
       else this.more = true;
     }
-    return { member: { owner: this.owner, replica: this.name, jobs: this.jobsDigest() }, renew, acquire };
+    const { handlers } = this;
+    const member: PeriodicFleetMember = { owner: this.owner, replica: this.name, jobs: this.jobsDigest() };
+    if (handlers !== undefined) member.handlers = handlers;
+    return { member, renew, acquire };
   }
 
   private answered(request: PeriodicHeartbeat, reply: HeartbeatAnswer, sent: number): void {
@@ -377,15 +415,25 @@ export class Replica {
       for (const lease of this.leases.values()) lease.holder.fleetPaused(paused.has(lease.name), sent);
     }
     for (const request of reply.triggers ?? []) this.leases.get(request.name)?.holder.carry(request);
+    if (reply.schedules !== undefined) this.onStoredCount?.(reply.schedules);
     this.members = reply.members;
     this.spreadJobs();
     this.armExpiry();
   }
 
+  /** The live members as the last heartbeat found them. */
+  get fleetMembers(): readonly PeriodicFleetMember[] {
+    return this.members;
+  }
+
   /** The store lost the fleet's records since the last heartbeat: said once, in the log and as an event. */
   private storeReset(): void {
     const { calls } = this;
-    const lost = [...(calls.operated ? ['pauses', 'audit'] : []), ...(calls.recorded ? ['history'] : [])];
+    const lost = [
+      ...(calls.operated ? ['pauses', 'audit'] : []),
+      ...(calls.recorded ? ['history'] : []),
+      ...(this.onStoredCount !== undefined ? ['stored schedules'] : []),
+    ];
     calls.store.reset(lost);
     try {
       this.onStoreReset?.(lost);
@@ -466,7 +514,7 @@ export class Replica {
   }
 
   private stopWhenEmpty(): void {
-    if (this.leases.size > 0) return;
+    if (this.present) return;
     this.beat.cancel();
     this.expiry.cancel();
   }

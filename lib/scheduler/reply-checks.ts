@@ -11,6 +11,10 @@ import type {
   PeriodicLeaseSteps,
   PeriodicOperation,
   PeriodicRunEntry,
+  PeriodicScheduleSteps,
+  PeriodicStoredAnswer,
+  PeriodicStoredChanges,
+  PeriodicStoredRecord,
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerSteps,
@@ -26,12 +30,14 @@ const CAPABILITIES = {
   audit: ['operate', 'readPause', 'readAudit'],
   history: ['recordRuns', 'readHistory', 'readFleet'],
   trigger: ['requestTrigger', 'readTrigger', 'answerTrigger'],
+  schedules: ['writeStored', 'removeStored', 'readStored', 'listStored', 'readStoredChanges'],
 } as const satisfies {
   leases: readonly (keyof PeriodicLeaseSteps)[];
   fleet: readonly (keyof PeriodicFleetSteps)[];
   audit: readonly (keyof PeriodicAuditSteps)[];
   history: readonly (keyof PeriodicHistorySteps)[];
   trigger: readonly (keyof PeriodicTriggerSteps)[];
+  schedules: readonly (keyof PeriodicScheduleSteps)[];
 };
 
 /** Whether `coordinator` has every step of `capability`. */
@@ -112,6 +118,16 @@ export function heartbeatProblem(request: PeriodicHeartbeat, reply: unknown): st
   ) {
     return wrong('refused', refused, 'an array of { name, error } of strings');
   }
+  const { schedules } = reply as PeriodicHeartbeatReply;
+  if (schedules !== undefined && !isWhole(schedules)) {
+    return wrong('schedules', schedules, 'a count of changes (a safe integer ≥ 0)');
+  }
+  const handlers = members.find(
+    (one) =>
+      one.handlers !== undefined &&
+      !(Array.isArray(one.handlers) && one.handlers.every((handler) => typeof handler === 'string')),
+  );
+  if (handlers !== undefined) return wrong('the member', handlers, 'handlers that are an array of strings');
   return undefined;
 }
 
@@ -128,12 +144,16 @@ export const SCHEDULE = {
   expected: 'null or a schedule { grid: string, last: number, next: number }',
 };
 
+/** The actions an audit trail keeps. */
+const ACTIONS = new Set<string>(['pause', 'resume', 'trigger', 'create', 'update', 'remove']);
+
 export const OPERATION = {
   accepts: (value: unknown): value is PeriodicOperation => {
     const { action, by, note, replica, at } = (value ?? {}) as Partial<PeriodicOperation>;
     const text = (field: unknown) => field === null || typeof field === 'string';
     return (
-      (action === 'pause' || action === 'resume' || action === 'trigger') &&
+      typeof action === 'string' &&
+      ACTIONS.has(action) &&
       text(by) &&
       text(note) &&
       typeof replica === 'string' &&
@@ -270,3 +290,49 @@ export function wrongOperation(step: string, reply: unknown): string {
 function isWhole(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
+
+/** A stored schedule's record, as the store answers it. */
+export const STORED = {
+  accepts: (value: unknown): value is PeriodicStoredRecord => {
+    const record = (value ?? {}) as Partial<PeriodicStoredRecord>;
+    return (
+      typeof record.name === 'string' &&
+      typeof record.handler === 'string' &&
+      typeof record.definition === 'string' &&
+      isWhole(record.version) &&
+      record.version > 0 &&
+      isWhole(record.createdAt) &&
+      isWhole(record.updatedAt) &&
+      (record.updatedBy === null || typeof record.updatedBy === 'string') &&
+      isWhole(record.change)
+    );
+  },
+  expected:
+    'a stored schedule { name, handler, definition, version, createdAt, updatedAt, updatedBy, change }',
+};
+
+/** What a write or a removal of a stored schedule answers. */
+export const STORED_ANSWER = {
+  accepts: (value: unknown): value is PeriodicStoredAnswer => {
+    const answer = (value ?? {}) as Record<string, unknown>;
+    if (answer.ok === true) return answer.record === null || STORED.accepts(answer.record);
+    return answer.ok === false && (answer.currentVersion === null || isWhole(answer.currentVersion));
+  },
+  expected: '{ ok: true, record } or { ok: false, currentVersion }',
+};
+
+/** The changes to the stored schedules since a count. */
+export const STORED_CHANGES = {
+  accepts: (value: unknown): value is PeriodicStoredChanges => {
+    const changes = (value ?? {}) as Partial<PeriodicStoredChanges>;
+    return (
+      Array.isArray(changes.records) &&
+      changes.records.every((record) => STORED.accepts(record)) &&
+      Array.isArray(changes.removed) &&
+      changes.removed.every((name) => typeof name === 'string') &&
+      isWhole(changes.change) &&
+      typeof changes.complete === 'boolean'
+    );
+  },
+  expected: '{ records, removed, change, complete }',
+};

@@ -5,7 +5,7 @@ import { type AbortReason, PeriodicAbortError } from './errors.js';
 import { FAILED_RUNS, type JobExitReason } from './events.js';
 
 /** What a run of a job receives. */
-export interface PeriodicContext {
+export interface PeriodicContext<TData = unknown> {
   /** The name of the job this run is of, as `@Periodic({ name })` or the registry gave it. */
   readonly name: string;
   /** 1, 2, 3 … per job, in start order. */
@@ -22,6 +22,11 @@ export interface PeriodicContext {
   readonly fencingToken?: number;
   /** 1 for the first run of a slot; 2, 3 … for its retries (`retry`). */
   readonly attempt: number;
+  /**
+   * A stored schedule's `data` (docs/schedules.md), as its definition had it when the run started; `undefined`
+   * for every other job.
+   */
+  readonly data: TData;
 }
 
 /** What `tick()` resolves: the run it started, or why none started. */
@@ -131,6 +136,7 @@ export class Run implements Tick, PeriodicContext {
   readonly scheduledAt: number;
   startedAt = 0;
   fencingToken: number | undefined = undefined;
+  data: unknown = undefined;
   readonly #owner: RunOwner;
   readonly #slot: number;
   readonly #origin: TickOrigin;
@@ -253,9 +259,10 @@ export class Run implements Tick, PeriodicContext {
   }
 
   /** @internal The tick starts its run, numbered `jobId`, with the lease's `fencingToken` for an exclusive job. */
-  start(jobId: number, fencingToken: number | undefined): void {
+  start(jobId: number, fencingToken: number | undefined, data: unknown): void {
     this.jobId = jobId;
     this.fencingToken = fencingToken;
+    this.data = data;
     this.startedAt = now();
     this.#startedWall = Date.now();
   }

@@ -9,6 +9,10 @@ import type {
   PeriodicRunEntry,
   PeriodicScheduleWrite,
   PeriodicScheduleWritten,
+  PeriodicStoredAnswer,
+  PeriodicStoredChanges,
+  PeriodicStoredRecord,
+  PeriodicStoredWrite,
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerState,
@@ -25,6 +29,9 @@ import {
   OPERATION,
   RUN,
   SCHEDULE,
+  STORED,
+  STORED_ANSWER,
+  STORED_CHANGES,
   TOKEN,
   TRIGGER_ANSWER,
   wrongOperation,
@@ -220,6 +227,90 @@ export class StoreCalls {
       `answering a trigger of "${name}"`,
       () => this.coordinator.answerTrigger!(name, id, answer),
       () => undefined,
+    );
+  }
+
+  /** Whether the coordinator keeps stored schedules for the fleet: it has the steps for them. */
+  get stores(): boolean {
+    return this.batched && capable(this.coordinator, 'schedules');
+  }
+
+  /**
+   * Writes stored schedules. A write is not abandoned: a store that is slow is reported as hanging (as a
+   * heartbeat is), and the caller waits for its answer, which says what was written.
+   */
+  writeStored(
+    writes: PeriodicStoredWrite[],
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer[]> {
+    return this.call(
+      `writing the stored schedule ${names(writes)}`,
+      () => this.coordinator.writeStored!(writes, operation, keep),
+      (reply) =>
+        Array.isArray(reply) &&
+        reply.length === writes.length &&
+        reply.every((answer) => STORED_ANSWER.accepts(answer))
+          ? undefined
+          : `writeStored() answered ${describeValue(reply)}, not ${STORED_ANSWER.expected} per write (${writes.length})`,
+    );
+  }
+
+  /** Removes a stored schedule; waits for the answer as `writeStored` does. */
+  removeStored(
+    name: string,
+    ifVersion: number | undefined,
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer> {
+    return this.call(
+      `removing the stored schedule "${name}"`,
+      () => this.coordinator.removeStored!(name, ifVersion, operation, keep),
+      (reply) =>
+        STORED_ANSWER.accepts(reply)
+          ? undefined
+          : `removeStored() answered ${describeValue(reply)}, not ${STORED_ANSWER.expected}`,
+    );
+  }
+
+  /** A stored schedule, read within `leaseMs / 3`. */
+  readStored(name: string): Promise<PeriodicStoredRecord | null> {
+    return this.bounded(
+      `reading the stored schedule "${name}"`,
+      () => this.coordinator.readStored!(name),
+      (reply) =>
+        reply === null || STORED.accepts(reply)
+          ? undefined
+          : `readStored() answered ${describeValue(reply)}, not null or ${STORED.expected}`,
+    );
+  }
+
+  /** A page of the stored schedules, read within `leaseMs / 3`. */
+  listStored(query: {
+    handler?: string;
+    prefix?: string;
+    after?: string;
+    limit: number;
+  }): Promise<PeriodicStoredRecord[]> {
+    return this.bounded(
+      'listing the stored schedules',
+      () => this.coordinator.listStored!(query),
+      (reply) =>
+        Array.isArray(reply) && reply.length <= query.limit && reply.every((record) => STORED.accepts(record))
+          ? undefined
+          : `listStored() answered ${describeValue(reply)}, not an array of at most ${query.limit} of ${STORED.expected}`,
+    );
+  }
+
+  /** The changes to the stored schedules after `since`; waits for the answer as a heartbeat does. */
+  readStoredChanges(since: number, limit: number): Promise<PeriodicStoredChanges> {
+    return this.call(
+      'reading the changes to the stored schedules',
+      () => this.coordinator.readStoredChanges!(since, limit),
+      (reply) =>
+        STORED_CHANGES.accepts(reply)
+          ? undefined
+          : `readStoredChanges() answered ${describeValue(reply)}, not ${STORED_CHANGES.expected}`,
     );
   }
 

@@ -7,7 +7,12 @@
 //   for (const [rule, check] of coordinatorContract(subject)) it(rule, check);
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PeriodicCoordinator, PeriodicRunEntry } from '../scheduler/coordinator-port.js';
+import type {
+  PeriodicCoordinator,
+  PeriodicOperation,
+  PeriodicRunEntry,
+  PeriodicStoredRecord,
+} from '../scheduler/coordinator-port.js';
 
 /** What the contract needs of a store. */
 export interface ContractSubject {
@@ -19,11 +24,14 @@ export interface ContractSubject {
   garbled?(): PeriodicCoordinator;
 }
 
-/**
- * Long enough for a round trip to a store on this machine and for a loaded machine's delays (a check renews
- * at 0.6 of it, so a sleep may overrun by 0.4 of it), short enough to wait for in a test.
- */
+/** Long enough for a round trip to a store on this machine and for a loaded machine's delays, short enough to wait for. */
 const LEASE = 600;
+/**
+ * The lease of the checks that renew at 0.6 of it and look at 1.2 (past the first expiry, before the second):
+ * a sleep on a loaded machine, with a round trip or two, may overrun by 0.4 of it (a Redis Cluster under load
+ * overran 240 ms).
+ */
+const RENEWING = 2 * LEASE;
 /** The slot of run 1 of the records' checks; run `i` is for the slot `i - 1` seconds after it. */
 const AT = 1_700_000_000_000;
 
@@ -93,15 +101,15 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
     [
       'renew by the holder extends the lease by leaseMs; by anyone else it fails and changes nothing',
       async () => {
-        const coordinator = await subject.make(LEASE);
+        const coordinator = await subject.make(RENEWING);
         const name = job();
         await coordinator.acquire(name, 'a');
-        await sleep(LEASE * 0.6);
+        await sleep(RENEWING * 0.6);
         assert.equal(await coordinator.renew(name, 'b'), false);
         assert.equal(await coordinator.renew(name, 'a'), true);
-        await sleep(LEASE * 0.6);
+        await sleep(RENEWING * 0.6);
         assert.equal(await coordinator.acquire(name, 'b'), 0, 'the renewed lease is still held');
-        await sleep(LEASE * 0.6);
+        await sleep(RENEWING * 0.6);
         assert.ok((await coordinator.acquire(name, 'b')) > 0, 'the lease expires leaseMs after its renewal');
       },
     ],
@@ -223,7 +231,7 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
       },
     ],
   ];
-  checks.push(...batchedContract(subject, job));
+  checks.push(...batchedContract(subject, job), ...storedContract(subject, job));
   const { garbled } = subject;
   if (garbled !== undefined) {
     checks.push([
@@ -400,7 +408,7 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
     [
       'heartbeat writes the member record and answers the live members; one that stops beating is gone after leaseMs',
       async () => {
-        const store = await batched(LEASE);
+        const store = await batched(RENEWING);
         if (store === undefined) return;
         const [a, b] = [owner(), owner()];
         await store.heartbeat({ member: member(a), renew: [], acquire: [] });
@@ -410,13 +418,13 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
           reply.members.find((one) => one.owner === b),
           member(b, 'other'),
         );
-        await sleep(LEASE * 0.6);
+        await sleep(RENEWING * 0.6);
         await store.heartbeat({ member: member(b), renew: [], acquire: [] });
-        await sleep(LEASE * 0.6);
+        await sleep(RENEWING * 0.6);
         const later = await store.heartbeat({ member: member(b), renew: [], acquire: [] });
         assert.ok(
           !owners(later).includes(a),
-          `${a} stopped beating ${LEASE * 1.2}ms ago and is still a member`,
+          `${a} stopped beating ${RENEWING * 1.2}ms ago and is still a member`,
         );
         assert.deepEqual(
           later.members.find((one) => one.owner === b),
@@ -453,14 +461,14 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
     [
       'heartbeat renews a lease only for its owner with its token, by leaseMs, and answers which it renewed',
       async () => {
-        const store = await batched(LEASE);
+        const store = await batched(RENEWING);
         if (store === undefined) return;
         const { coordinator } = store;
         const [a, b] = [owner(), owner()];
         const [name, other] = [job(), job()];
         const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [name, other] });
         const [token, otherToken] = taken.acquired.map((holding) => holding!.fencingToken);
-        await sleep(LEASE * 0.6);
+        await sleep(RENEWING * 0.6);
         const reply = await store.heartbeat({
           member: member(a),
           renew: [
@@ -476,10 +484,10 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
           acquire: [],
         });
         assert.deepEqual(stranger.renewed, [false], 'another owner renews nothing');
-        await sleep(LEASE * 0.6);
+        await sleep(RENEWING * 0.6);
         assert.equal(await coordinator.acquire(name, 'someone'), 0, 'the renewed lease is still held');
         assert.ok((await coordinator.acquire(other, 'someone')) > 0, 'the lease not renewed expired');
-        await sleep(LEASE * 0.6);
+        await sleep(RENEWING * 0.6);
         assert.ok(
           (await coordinator.acquire(name, 'someone')) > 0,
           'the lease expires leaseMs after its renewal',
@@ -768,19 +776,271 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
   ];
 }
 
-/** The coordinator's steps that pause and audit the fleet, or undefined (they are optional). */
-async function operatedSteps(subject: ContractSubject, leaseMs: number) {
+/** The steps `names` of a coordinator made with `leaseMs`, bound to it, or undefined when it lacks one (they are optional). */
+async function stepsOf<K extends keyof PeriodicCoordinator>(
+  subject: ContractSubject,
+  leaseMs: number,
+  names: readonly K[],
+): Promise<({ coordinator: PeriodicCoordinator } & Required<Pick<PeriodicCoordinator, K>>) | undefined> {
   const coordinator = await subject.make(leaseMs);
-  const { heartbeat, writeSchedules, releaseAll, operate, readPause, readAudit } = coordinator;
-  const steps = [heartbeat, writeSchedules, releaseAll, operate, readPause, readAudit];
-  if (steps.some((step) => step === undefined)) return undefined;
-  return {
-    coordinator,
-    heartbeat: heartbeat!.bind(coordinator),
-    writeSchedules: writeSchedules!.bind(coordinator),
-    releaseAll: releaseAll!.bind(coordinator),
-    operate: operate!.bind(coordinator),
-    readPause: readPause!.bind(coordinator),
-    readAudit: readAudit!.bind(coordinator),
+  const steps: Record<string, unknown> = { coordinator };
+  for (const name of names) {
+    const step = coordinator[name];
+    if (typeof step !== 'function') return undefined;
+    steps[name] = (step as (...args: unknown[]) => unknown).bind(coordinator);
+  }
+  return steps as { coordinator: PeriodicCoordinator } & Required<Pick<PeriodicCoordinator, K>>;
+}
+
+/** The coordinator's steps that pause and audit the fleet, or undefined (they are optional). */
+function operatedSteps(subject: ContractSubject, leaseMs: number) {
+  return stepsOf(subject, leaseMs, [
+    'heartbeat',
+    'writeSchedules',
+    'releaseAll',
+    'operate',
+    'readPause',
+    'readAudit',
+  ] as const);
+}
+
+/** The coordinator's steps for stored schedules, with its heartbeat, or undefined (they are optional). */
+function storedSteps(subject: ContractSubject, leaseMs: number) {
+  return stepsOf(subject, leaseMs, [
+    'heartbeat',
+    'readAudit',
+    'writeStored',
+    'removeStored',
+    'readStored',
+    'listStored',
+    'readStoredChanges',
+  ] as const);
+}
+
+/**
+ * The steps of stored schedules (`writeStored`, `removeStored`, `readStored`, `listStored`, `readStoredChanges`),
+ * checked on a coordinator that has them: versions and conflicts, the audit trail, pages, and the count of changes
+ * that every replica reads.
+ */
+function storedContract(subject: ContractSubject, job: () => string): [string, () => Promise<void>][] {
+  const by = (who: string | null, at = AT): Omit<PeriodicOperation, 'action'> => ({
+    by: who,
+    note: null,
+    replica: 'r1',
+    at,
+  });
+  const definition = (n: number) => JSON.stringify({ v: 1, options: { every: n } });
+  const names = (records: PeriodicStoredRecord[]) => records.map((record) => record.name);
+  /** The store's count of changes now, as a heartbeat reads it. */
+  const count = async (store: NonNullable<Awaited<ReturnType<typeof storedSteps>>>) => {
+    const reply = await store.heartbeat({
+      member: { owner: `counter-${process.pid}`, replica: 'counter', jobs: '' },
+      renew: [],
+      acquire: [],
+    });
+    assert.ok(Number.isSafeInteger(reply.schedules), `heartbeat's schedules ${reply.schedules}`);
+    return reply.schedules!;
   };
+  return [
+    [
+      'writeStored creates a schedule at version 1 and updates it to 2, each in its audit trail; ifVersion refuses any other',
+      async () => {
+        const store = await storedSteps(subject, LEASE);
+        if (store === undefined) return;
+        const name = `${job()}:acme`;
+        const [created] = await store.writeStored(
+          [{ name, handler: 'report', definition: definition(1000) }],
+          by('alice', AT),
+          10,
+        );
+        assert.ok(created!.ok && created!.record !== null, JSON.stringify(created));
+        const first = created!.record;
+        assert.deepEqual(
+          { ...first, change: 0 },
+          {
+            name,
+            handler: 'report',
+            definition: definition(1000),
+            version: 1,
+            createdAt: AT,
+            updatedAt: AT,
+            updatedBy: 'alice',
+            change: 0,
+          },
+        );
+        assert.ok(first.change > 0);
+        assert.deepEqual(await store.readStored(name), first);
+        const refused = await store.writeStored(
+          [{ name, handler: 'report', definition: definition(2000), ifVersion: 0 }],
+          by('bob'),
+          10,
+        );
+        assert.deepEqual(refused, [{ ok: false, currentVersion: 1 }], 'ifVersion 0: it must not exist');
+        const [updated] = await store.writeStored(
+          [{ name, handler: 'report', definition: definition(2000), ifVersion: 1 }],
+          by(null, AT + 5),
+          10,
+        );
+        assert.ok(updated!.ok);
+        assert.deepEqual(
+          { ...updated!.record, change: 0 },
+          {
+            ...first,
+            definition: definition(2000),
+            version: 2,
+            updatedAt: AT + 5,
+            updatedBy: null,
+            change: 0,
+          },
+        );
+        assert.ok(updated!.record!.change > first.change, 'each change is counted');
+        const missing = await store.writeStored(
+          [{ name: `${name}-none`, handler: 'report', definition: definition(1), ifVersion: 4 }],
+          by('bob'),
+          10,
+        );
+        assert.deepEqual(missing, [{ ok: false, currentVersion: null }]);
+        assert.equal(await store.readStored(`${name}-none`), null);
+        assert.deepEqual(
+          (await store.readAudit(name, 10)).map(({ action, by }) => [action, by]),
+          [
+            ['update', null],
+            ['create', 'alice'],
+          ],
+        );
+      },
+    ],
+    [
+      'removeStored removes a schedule unless ifVersion differs, audited; removing nothing answers removed false',
+      async () => {
+        const store = await storedSteps(subject, LEASE);
+        if (store === undefined) return;
+        const name = `${job()}:acme`;
+        await store.writeStored([{ name, handler: 'report', definition: definition(1000) }], by('alice'), 10);
+        assert.deepEqual(await store.removeStored(name, 2, by('bob'), 10), { ok: false, currentVersion: 1 });
+        assert.deepEqual(await store.removeStored(name, 1, by('bob'), 10), {
+          ok: true,
+          record: null,
+          removed: true,
+        });
+        assert.equal(await store.readStored(name), null);
+        assert.deepEqual(await store.removeStored(name, undefined, by('bob'), 10), {
+          ok: true,
+          record: null,
+          removed: false,
+        });
+        assert.deepEqual(await store.removeStored(name, 1, by('bob'), 10), {
+          ok: false,
+          currentVersion: null,
+        });
+        assert.deepEqual(
+          (await store.readAudit(name, 10)).map(({ action }) => action),
+          ['remove', 'create'],
+        );
+        const [again] = await store.writeStored(
+          [{ name, handler: 'report', definition: definition(1000) }],
+          by('alice'),
+          10,
+        );
+        assert.equal(again!.ok && again!.record!.version, 1, 'created again, at version 1');
+      },
+    ],
+    [
+      'listStored reads pages in the order of names, after a name, by handler and by prefix',
+      async () => {
+        const store = await storedSteps(subject, LEASE);
+        if (store === undefined) return;
+        const prefix = `${job()}:`;
+        const writes = ['d', 'b', 'a', 'c', 'e'].map((key, i) => ({
+          name: `${prefix}${key}`,
+          handler: i % 2 === 0 ? 'report' : 'sync',
+          definition: definition(1000),
+        }));
+        await store.writeStored(writes, by(null), 10);
+        assert.deepEqual(
+          names(await store.listStored({ prefix, limit: 10 })),
+          ['a', 'b', 'c', 'd', 'e'].map((key) => prefix + key),
+        );
+        assert.deepEqual(names(await store.listStored({ prefix, limit: 2 })), [`${prefix}a`, `${prefix}b`]);
+        assert.deepEqual(names(await store.listStored({ prefix, after: `${prefix}b`, limit: 2 })), [
+          `${prefix}c`,
+          `${prefix}d`,
+        ]);
+        assert.deepEqual(names(await store.listStored({ prefix, handler: 'sync', limit: 10 })), [
+          `${prefix}b`,
+          `${prefix}c`,
+        ]);
+        // A prefix is text, not a pattern: the characters of patterns match themselves only.
+        assert.deepEqual(await store.listStored({ prefix: `${prefix}%`, limit: 10 }), []);
+        assert.deepEqual(await store.listStored({ prefix: `${prefix}*`, limit: 10 }), []);
+      },
+    ],
+    [
+      'readStoredChanges reads the changes after a count, removals included, page by page; heartbeats tell the count',
+      async () => {
+        const store = await storedSteps(subject, LEASE);
+        if (store === undefined) return;
+        const prefix = `${job()}:`;
+        const since = await count(store);
+        await store.writeStored(
+          ['a', 'b', 'c'].map((key) => ({
+            name: prefix + key,
+            handler: 'report',
+            definition: definition(1000),
+          })),
+          by(null),
+          10,
+        );
+        await store.writeStored(
+          [{ name: `${prefix}a`, handler: 'report', definition: definition(3000) }],
+          by(null),
+          10,
+        );
+        await store.removeStored(`${prefix}b`, undefined, by(null), 10);
+        const now = await count(store);
+        assert.ok(now > since, `the count grew from ${since} to ${now}`);
+        const all = await store.readStoredChanges(since, 100);
+        assert.equal(all.complete, true);
+        assert.equal(all.change, now);
+        assert.deepEqual(
+          names(all.records).sort(),
+          [`${prefix}a`, `${prefix}c`],
+          'the latest version of each',
+        );
+        assert.equal(
+          all.records.find((record) => record.name === `${prefix}a`)!.definition,
+          definition(3000),
+        );
+        assert.deepEqual(all.removed, [`${prefix}b`]);
+        // Page by page: each page's count is where the next starts, and the pages bring the same changes.
+        const seen: string[] = [];
+        let at = since;
+        for (let pages = 0; ; pages++) {
+          assert.ok(pages < 10, 'the pages come to an end');
+          const page = await store.readStoredChanges(at, 1);
+          seen.push(...names(page.records), ...page.removed.map((name) => `-${name}`));
+          assert.ok(page.change >= at);
+          at = page.change;
+          if (page.complete) break;
+        }
+        assert.deepEqual(seen.sort(), [`${prefix}a`, `${prefix}c`, `-${prefix}b`].sort());
+        const none = await store.readStoredChanges(now, 100);
+        assert.deepEqual({ ...none, change: 0 }, { records: [], removed: [], change: 0, complete: true });
+        assert.equal(none.change, now);
+      },
+    ],
+    [
+      'the count of changes falls below the one read once the store is wiped, and the schedules are gone',
+      async () => {
+        const store = await storedSteps(subject, LEASE);
+        if (store === undefined) return;
+        const name = `${job()}:acme`;
+        await store.writeStored([{ name, handler: 'report', definition: definition(1000) }], by(null), 10);
+        const before = await count(store);
+        await subject.wipe();
+        assert.ok((await count(store)) < before, 'a replica that read the count before sees it fall');
+        assert.equal(await store.readStored(name), null);
+      },
+    ],
+  ];
 }

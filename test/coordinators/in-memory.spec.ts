@@ -16,6 +16,9 @@ describe('InMemoryCoordinator keeps the coordinator contract', () => {
       coordinator!['schedules'].clear();
       coordinator!['members'].clear();
       coordinator!['fleet'] = undefined;
+      coordinator!['stored'].clear();
+      coordinator!['storedRemoved'].clear();
+      coordinator!['storedChange'] = 0;
     },
   });
   for (const [rule, check] of contract) it(rule, check);

@@ -112,3 +112,14 @@ export function useApps(): (metadata: ModuleMetadata, options?: { init?: boolean
 export function typesOf(events: PeriodicEvent[]): string[] {
   return events.filter((event) => event.type !== 'nextTick').map((event) => event.type);
 }
+
+/** Polls `check` until it returns a value other than undefined; fails after `ms`. */
+export async function until<T>(check: () => T | undefined | Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const end = performance.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (performance.now() > end) throw new Error(`not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -16,7 +16,7 @@ import {
   PostgresCoordinator,
   RedisCoordinator,
 } from '../../lib/index.js';
-import { type TestApp, useApps } from '../nest/helpers.js';
+import { type TestApp, until, useApps } from '../nest/helpers.js';
 import {
   DATABASE_URL,
   describeWithPostgres,
@@ -85,17 +85,6 @@ const stores: [string, () => Store, (name: string, tests: () => void) => void][]
   ['Redis', redisStore, await describeWithRedis()],
   ['PostgreSQL', postgresStore, await describeWithPostgres()],
 ];
-
-/** Polls `check` until it returns a value other than undefined, for at most `ms`. */
-async function until<T>(check: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const end = performance.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (performance.now() > end) throw new Error(`not within ${ms} ms`);
-    await sleep(50);
-  }
-}
 
 describe.each(stores)('on %s', (_, makeStore, describeStore) => {
   describeStore('two replicas of one application', () => {

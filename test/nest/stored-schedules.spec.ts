@@ -1,0 +1,308 @@
+// Stored schedules (SPEC 23) on the in-memory coordinator: replicas of an application in one process, sharing it.
+// Created, edited and removed by any replica, seen by every one, each slot run once for the fleet with its data.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Injectable } from '@nestjs/common';
+import {
+  InMemoryCoordinator,
+  Periodic,
+  PeriodicConfigError,
+  PeriodicConflictError,
+  type PeriodicContext,
+  PeriodicHandler,
+  PeriodicModule,
+} from '../../lib/index.js';
+import { until, useApps } from './helpers.js';
+
+const LEASE_MS = 600;
+
+interface Ran {
+  replica: string;
+  name: string;
+  data: unknown;
+  jobId: number;
+}
+
+describe('stored schedules on the in-memory coordinator', () => {
+  const createApp = useApps();
+  let coordinator: InMemoryCoordinator;
+  let ran: Ran[];
+  afterEach(() => {
+    ran = [];
+  });
+
+  /** A replica named `replica` with the handlers `handlers` (by default 'tenant-report'). */
+  async function replica(name: string, handlers: string[] = ['tenant-report']) {
+    const runs = ran;
+    @Injectable()
+    class Reports {
+      @PeriodicHandler('tenant-report')
+      send(ctx: PeriodicContext<{ tenantId: string }>): void {
+        runs.push({ replica: name, name: ctx.name, data: ctx.data, jobId: ctx.jobId });
+      }
+
+      @Periodic({ every: 60_000, name: 'Reports.cleanup' })
+      cleanup(ctx: PeriodicContext): void {
+        runs.push({ replica: name, name: ctx.name, data: ctx.data, jobId: ctx.jobId });
+      }
+    }
+    @Injectable()
+    class Other {
+      @PeriodicHandler('sync')
+      sync(): void {}
+    }
+    const providers = handlers.includes('tenant-report') ? [Reports, Other] : [Other];
+    return createApp({
+      imports: [PeriodicModule.forRoot({ coordinator, replica: name, logger: false })],
+      providers,
+    });
+  }
+
+  function fresh(): void {
+    coordinator = new InMemoryCoordinator({ leaseMs: LEASE_MS });
+    ran = [];
+  }
+
+  it('a schedule upserted on one replica runs once per slot for the fleet, with its data, and every replica has it', async () => {
+    fresh();
+    const [a, b] = [await replica('a'), await replica('b')];
+    const stored = await a.registry.schedules.upsert(
+      { name: 'report:acme', handler: 'tenant-report', every: 300, data: { tenantId: 'acme' } },
+      { by: 'alice' },
+    );
+    expect(stored).toEqual({
+      name: 'report:acme',
+      handler: 'tenant-report',
+      every: 300,
+      data: { tenantId: 'acme' },
+      version: 1,
+      createdAt: expect.any(Date),
+      updatedAt: stored.createdAt,
+      updatedBy: 'alice',
+    });
+    // The replica that wrote it has it when upsert resolves; the other within leaseMs.
+    expect(a.registry.has('report:acme')).toBe(true);
+    await until(() => (b.registry.has('report:acme') ? true : undefined), LEASE_MS);
+    await until(() => (ran.filter((run) => run.name === 'report:acme').length >= 4 ? true : undefined));
+    const runs = ran.filter((run) => run.name === 'report:acme');
+    expect(runs.every((run) => (run.data as { tenantId: string }).tenantId === 'acme')).toBe(true);
+    // Each run once: no jobId twice from one replica, and one holder at a time.
+    const ids = runs.map((run) => `${run.replica}#${run.jobId}`);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(a.registry.status('report:acme').lease).not.toBeNull();
+    expect(a.seen).toContainEqual(
+      expect.objectContaining({
+        type: 'operated',
+        name: 'report:acme',
+        action: 'create',
+        by: 'alice',
+        replica: 'a',
+      }),
+    );
+    expect(await b.registry.audit('report:acme')).toEqual([
+      expect.objectContaining({ action: 'create', by: 'alice', replica: 'a' }),
+    ]);
+    // A decorated job's ctx.data is undefined.
+    await a.registry.trigger('Reports.cleanup');
+    expect(ran.find((run) => run.name === 'Reports.cleanup')).toMatchObject({ data: undefined });
+  });
+
+  it('ifVersion refuses a stale change with a PeriodicConflictError that says the version now', async () => {
+    fresh();
+    const a = await replica('a');
+    const one = {
+      name: 'report:acme',
+      handler: 'tenant-report',
+      cron: '0 8 * * 1-5',
+      timezone: 'Europe/Paris',
+    };
+    await expect(a.registry.schedules.upsert(one, { ifVersion: 3 })).rejects.toMatchObject({
+      name: 'PeriodicConflictError',
+      currentVersion: null,
+    });
+    expect((await a.registry.schedules.upsert(one, { ifVersion: 0 })).version).toBe(1);
+    expect((await a.registry.schedules.upsert({ ...one, data: { n: 1 } }, { ifVersion: 1 })).version).toBe(2);
+    const stale = a.registry.schedules.upsert({ ...one, data: { n: 2 } }, { ifVersion: 1 });
+    await expect(stale).rejects.toBeInstanceOf(PeriodicConflictError);
+    await expect(stale).rejects.toMatchObject({ currentVersion: 2 });
+    await expect(stale).rejects.toThrow(
+      /"report:acme": version 1 was expected \(ifVersion\), but it is at version 2/,
+    );
+    await expect(a.registry.schedules.remove('report:acme', { ifVersion: 1 })).rejects.toMatchObject({
+      currentVersion: 2,
+    });
+    expect(await a.registry.schedules.get('report:acme')).toMatchObject({ version: 2, data: { n: 1 } });
+  });
+
+  it('checks a definition before anything is stored: the schedule, the option, the value and the fix', async () => {
+    fresh();
+    const a = await replica('a');
+    const upsert = (definition: unknown) => a.registry.schedules.upsert(definition as never);
+    const base = { name: 'report:acme', handler: 'tenant-report', every: 1000 };
+    await expect(upsert({ ...base, handler: 'tenant-reprot' })).rejects.toThrow(
+      'PeriodicRegistry.schedules.upsert() of schedule "report:acme": no @PeriodicHandler("tenant-reprot") is in ' +
+        'this application; did you mean "tenant-report"? The handlers are: "tenant-report", "sync".',
+    );
+    await expect(upsert({ ...base, name: 'Reports.cleanup' })).rejects.toThrow(
+      /schedule "Reports.cleanup": the name is taken by @Periodic\(\) on Reports.cleanup/,
+    );
+    await expect(upsert({ ...base, data: { blob: 'x'.repeat(16 * 1024) } })).rejects.toThrow(
+      /"data" is 16395 bytes as JSON, more than 16384 \(16 kB\)/,
+    );
+    await expect(upsert({ ...base, data: { at: new Date() } })).rejects.toThrow(
+      /"data" must be a JSON value .* but data\.at is .*an object of a class/,
+    );
+    await expect(upsert({ ...base, every: -1 })).rejects.toThrow(/schedule "report:acme": "every" must be/);
+    await expect(upsert({ ...base, every: undefined, cron: '0 25 * * *' })).rejects.toThrow(
+      /schedule "report:acme": "cron"/,
+    );
+    await expect(upsert({ ...base, when: () => true })).rejects.toThrow(/"when" cannot be stored/);
+    await expect(upsert({ ...base, exclusive: false })).rejects.toThrow(
+      /"exclusive" must be true or left out/,
+    );
+    await expect(upsert({ ...base, evry: 5 })).rejects.toThrow(
+      /unknown option "evry"; did you mean "every"\?/,
+    );
+    await expect(upsert({ ...base, name: 'a\nb' })).rejects.toThrow(PeriodicConfigError);
+    await expect(a.registry.schedules.upsert(base, { by: 'x'.repeat(1001) })).rejects.toThrow(/"by" must be/);
+    expect(await a.registry.schedules.list()).toEqual({ items: [], cursor: null });
+  });
+
+  it('a change of data keeps the job and its grid; a change of timing makes a new job with a new grid', async () => {
+    fresh();
+    const a = await replica('a');
+    const base = { name: 'report:acme', handler: 'tenant-report', every: 200, data: { n: 1 } };
+    await a.registry.schedules.upsert(base);
+    const first = a.registry.get('report:acme');
+    await until(() => (ran.some((run) => run.name === 'report:acme') ? true : undefined));
+    await a.registry.schedules.upsert({ ...base, data: { n: 2 } });
+    expect(a.registry.get('report:acme')).toBe(first);
+    await until(() => (ran.some((run) => (run.data as { n: number }).n === 2) ? true : undefined));
+    await a.registry.schedules.upsert({ ...base, every: 250, data: { n: 3 } });
+    const second = await until(() => {
+      const now = a.registry.get('report:acme');
+      return now !== first ? now : undefined;
+    });
+    expect(second.options.every).toBe(250);
+    expect(first.state).toBe('stopped');
+    await until(() => (ran.some((run) => (run.data as { n: number }).n === 3) ? true : undefined));
+  });
+
+  it('remove drops the job on every replica, says whether it was there, and is audited', async () => {
+    fresh();
+    const [a, b] = [await replica('a'), await replica('b')];
+    await a.registry.schedules.upsert({ name: 'report:acme', handler: 'tenant-report', every: 200 });
+    await until(() => (b.registry.has('report:acme') ? true : undefined));
+    expect(await b.registry.schedules.remove('report:acme', { by: 'bob', ifVersion: 1 })).toBe(true);
+    expect(b.registry.has('report:acme')).toBe(false);
+    await until(() => (a.registry.has('report:acme') ? undefined : true), LEASE_MS);
+    expect(await a.registry.schedules.remove('report:acme')).toBe(false);
+    expect(await a.registry.schedules.get('report:acme')).toBeNull();
+    expect(b.seen).toContainEqual(expect.objectContaining({ type: 'operated', action: 'remove', by: 'bob' }));
+    await expect(a.registry.remove('Reports.cleanup')).resolves.toBeUndefined();
+  });
+
+  it('registry.remove() of a stored schedule says to remove it from the store', async () => {
+    fresh();
+    const a = await replica('a');
+    await a.registry.schedules.upsert({ name: 'report:acme', handler: 'tenant-report', every: 60_000 });
+    await expect(a.registry.remove('report:acme')).rejects.toThrow(
+      'PeriodicRegistry.remove("report:acme"): the job is a stored schedule, which every replica runs from the ' +
+        'store; remove it there: registry.schedules.remove("report:acme")',
+    );
+  });
+
+  it('upsertMany writes a batch in one step; list reads pages by handler and prefix', async () => {
+    fresh();
+    const a = await replica('a');
+    const written = await a.registry.schedules.upsertMany(
+      [
+        ...Array.from({ length: 5 }, (_, i) => ({
+          name: `report:t${i}`,
+          handler: 'tenant-report',
+          every: 60_000,
+          data: { tenantId: `t${i}` },
+        })),
+        { name: 'sync:t0', handler: 'sync', every: 60_000 },
+      ],
+      { by: 'import' },
+    );
+    expect(written.map((one) => [one.name, one.version, one.updatedBy])).toEqual([
+      ['report:t0', 1, 'import'],
+      ['report:t1', 1, 'import'],
+      ['report:t2', 1, 'import'],
+      ['report:t3', 1, 'import'],
+      ['report:t4', 1, 'import'],
+      ['sync:t0', 1, 'import'],
+    ]);
+    await expect(
+      a.registry.schedules.upsertMany([
+        { name: 'x', handler: 'sync', every: 1000 },
+        { name: 'x', handler: 'sync', every: 2000 },
+      ]),
+    ).rejects.toThrow(/\[1\] names "x" again/);
+    const page = await a.registry.schedules.list({ handler: 'tenant-report', limit: 2 });
+    expect(page.items.map((one) => one.name)).toEqual(['report:t0', 'report:t1']);
+    const next = await a.registry.schedules.list({
+      handler: 'tenant-report',
+      limit: 2,
+      cursor: page.cursor!,
+    });
+    expect(next.items.map((one) => one.name)).toEqual(['report:t2', 'report:t3']);
+    const last = await a.registry.schedules.list({
+      handler: 'tenant-report',
+      limit: 2,
+      cursor: next.cursor!,
+    });
+    expect(last).toMatchObject({ items: [{ name: 'report:t4' }], cursor: null });
+    expect((await a.registry.schedules.list({ prefix: 'sync:' })).items.map((one) => one.name)).toEqual([
+      'sync:t0',
+    ]);
+    expect(a.registry.getAll().map((job) => job.name)).toEqual([
+      'Reports.cleanup',
+      'report:t0',
+      'report:t1',
+      'report:t2',
+      'report:t3',
+      'report:t4',
+      'sync:t0',
+    ]);
+  });
+
+  it('a replica without the handler never takes the lease; with no live replica that has it, fleetStatus says so', async () => {
+    fresh();
+    const a = await replica('a');
+    await a.registry.schedules.upsert({ name: 'report:acme', handler: 'tenant-report', every: 200 });
+    const old = await replica('old', ['sync']);
+    await until(() => (old.registry.has('report:acme') ? true : undefined), LEASE_MS);
+    expect(old.registry.status('report:acme').state).toBe('idle');
+    expect((await old.registry.fleetStatus('report:acme')).handlerMissing).toBeUndefined();
+    await a.close();
+    // Once "a" has left the fleet, no live replica has the handler: the lease stays free.
+    const status = await until(async () => {
+      const read = await old.registry.fleetStatus('report:acme');
+      return read.handlerMissing === undefined ? undefined : read;
+    }, LEASE_MS * 3);
+    expect(status.handlerMissing).toEqual(['old']);
+    await sleep(LEASE_MS * 2);
+    expect((await old.registry.fleetStatus('report:acme')).holder).toBeNull();
+    expect(old.registry.status('report:acme').lease).toMatchObject({ held: false });
+  });
+
+  it('schedules survive a restart of every replica: a new replica reads them from the store', async () => {
+    fresh();
+    const a = await replica('a');
+    await a.registry.schedules.upsert({
+      name: 'report:acme',
+      handler: 'tenant-report',
+      every: 200,
+      data: { x: 1 },
+    });
+    await a.close();
+    const b = await replica('b');
+    await until(() =>
+      ran.some((run) => run.replica === 'b' && run.name === 'report:acme') ? true : undefined,
+    );
+    expect(b.registry.get('report:acme').options.every).toBe(200);
+  });
+});
