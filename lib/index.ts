@@ -26,6 +26,7 @@ export type {
   PeriodicScheduleWritten,
   PeriodicStoredAnswer,
   PeriodicStoredChanges,
+  PeriodicStoredQuery,
   PeriodicStoredRecord,
   PeriodicStoredWrite,
   PeriodicTriggerAnswer,

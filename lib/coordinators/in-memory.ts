@@ -13,6 +13,7 @@ import type {
   PeriodicScheduleWritten,
   PeriodicStoredAnswer,
   PeriodicStoredChanges,
+  PeriodicStoredQuery,
   PeriodicStoredRecord,
   PeriodicStoredWrite,
   PeriodicTriggerAnswer,
@@ -229,12 +230,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
     prefix = '',
     after,
     limit,
-  }: {
-    handler?: string;
-    prefix?: string;
-    after?: string;
-    limit: number;
-  }): Promise<PeriodicStoredRecord[]> {
+  }: PeriodicStoredQuery): Promise<PeriodicStoredRecord[]> {
     return [...this.stored.values()]
       .filter(
         (record) =>

@@ -57,17 +57,20 @@ export const LEASE_MS: OptionRule = {
  */
 export const RECORD_VERSION = 1;
 
+/** The actions of an audit trail. */
+const ACTIONS = new Set<unknown>(['pause', 'resume', 'trigger', 'create', 'update', 'remove']);
+
 /** An operation from its record, as JSON; the fields it lacks are null (or 'unknown'), those it adds ignored. */
 export function operationOf(record: string): PeriodicOperation {
   const parsed = JSON.parse(record) as Partial<Record<keyof PeriodicOperation, unknown>> | null;
   const text = (value: unknown) => (typeof value === 'string' ? value : null);
   const { action } = parsed ?? {};
-  if (action !== 'pause' && action !== 'resume' && action !== 'trigger') {
+  if (!ACTIONS.has(action)) {
     throw new Error(`the store keeps ${describeValue(record)}, which is not an operation`);
   }
   const at = parsed?.at;
   return {
-    action,
+    action: action as PeriodicOperation['action'],
     by: text(parsed?.by),
     note: text(parsed?.note),
     replica: text(parsed?.replica) ?? 'unknown',

@@ -338,6 +338,17 @@ export type PeriodicStoredAnswer =
   | { ok: true; record: PeriodicStoredRecord | null; removed?: boolean }
   | { ok: false; currentVersion: number | null };
 
+/** Which stored schedules `listStored` reads. */
+export interface PeriodicStoredQuery {
+  /** Only those of this handler. */
+  handler?: string;
+  /** Only those whose names begin with this text. */
+  prefix?: string;
+  /** Only those whose names come after this one, in the order of their UTF-8 bytes. */
+  after?: string;
+  limit: number;
+}
+
 /** The changes to the stored schedules after a count of changes, in the order they were made. */
 export interface PeriodicStoredChanges {
   /** The schedules written since, their latest version each. */
@@ -379,12 +390,7 @@ export interface PeriodicScheduleSteps {
    * At most `limit` stored schedules in the order of their names, after the name `after` (if given): only those of
    * `handler`, and those whose names start with `prefix`, when given.
    */
-  listStored(query: {
-    handler?: string;
-    prefix?: string;
-    after?: string;
-    limit: number;
-  }): Promise<PeriodicStoredRecord[]>;
+  listStored(query: PeriodicStoredQuery): Promise<PeriodicStoredRecord[]>;
   /** At most about `limit` changes made after the count `since` (0: every schedule stored). */
   readStoredChanges(since: number, limit: number): Promise<PeriodicStoredChanges>;
   /**

@@ -11,6 +11,7 @@ import type {
   PeriodicScheduleWritten,
   PeriodicStoredAnswer,
   PeriodicStoredChanges,
+  PeriodicStoredQuery,
   PeriodicStoredRecord,
   PeriodicStoredWrite,
   PeriodicTriggerAnswer,
@@ -286,12 +287,7 @@ export class StoreCalls {
   }
 
   /** A page of the stored schedules, read within `leaseMs / 3`. */
-  listStored(query: {
-    handler?: string;
-    prefix?: string;
-    after?: string;
-    limit: number;
-  }): Promise<PeriodicStoredRecord[]> {
+  listStored(query: PeriodicStoredQuery): Promise<PeriodicStoredRecord[]> {
     return this.bounded(
       'listing the stored schedules',
       () => this.coordinator.listStored!(query),

@@ -55,9 +55,19 @@ describePostgres('the leases table', () => {
 describe('table options never share a table', () => {
   // The relations the coordinator makes for a table option (docs/replicas.md, "Keys in Redis").
   const relations = (table: string) =>
-    ['', '_members', '_audit', '_runs', '_runs_seq', '_summary', '_trigger'].map(
-      (suffix) => `${table}${suffix}`,
-    );
+    [
+      '',
+      '_members',
+      '_audit',
+      '_runs',
+      '_runs_seq',
+      '_summary',
+      '_trigger',
+      '_stored',
+      '_sc',
+      '_sn',
+      '_sh',
+    ].map((suffix) => `${table}${suffix}`);
   const pool = { query: async () => ({ rows: [] }) };
   const accepted = (table: string) => {
     try {
@@ -69,7 +79,21 @@ describe('table options never share a table', () => {
   };
 
   it('two different table options that are accepted name no relation in common', () => {
-    const words = fc.constantFrom('a', 'x', '_', 'members', 'audit', 'runs', 'seq', 'summary', 'trigger');
+    const words = fc.constantFrom(
+      'a',
+      'x',
+      '_',
+      'members',
+      'audit',
+      'runs',
+      'seq',
+      'summary',
+      'trigger',
+      'stored',
+      'sc',
+      'sn',
+      'sh',
+    );
     const tables = fc
       .array(words, { minLength: 1, maxLength: 5 })
       .map((parts) => `t${parts.join('')}`)
@@ -84,6 +108,7 @@ describe('table options never share a table', () => {
     );
     expect(accepted('periodic_leases_runs')).toBe(false);
     expect(accepted('periodic_leases_runs_seq')).toBe(false);
+    expect(accepted('periodic_leases_stored')).toBe(false);
   });
 });
 
@@ -110,7 +135,7 @@ describePostgres('PostgresCoordinator keeps the coordinator contract', () => {
   const contract = coordinatorContract({
     make: (leaseMs) => new PostgresCoordinator({ pool: postgres.pool(), table, leaseMs }),
     wipe: async () => {
-      await postgres.pool().query(`TRUNCATE "${table}"`);
+      await postgres.pool().query(`TRUNCATE "${table}", "${table}_stored"`);
     },
     garbled: () =>
       new PostgresCoordinator({ pool: { query: async () => ({ rows: [{ fencing_token: 'soon' }] }) } }),

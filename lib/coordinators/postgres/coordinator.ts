@@ -11,6 +11,11 @@ import type {
   PeriodicRunEntry,
   PeriodicScheduleWrite,
   PeriodicScheduleWritten,
+  PeriodicStoredAnswer,
+  PeriodicStoredChanges,
+  PeriodicStoredQuery,
+  PeriodicStoredRecord,
+  PeriodicStoredWrite,
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerState,
@@ -54,6 +59,12 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * pauses and schedules of the table: another name means they went too (`storeReset`, docs/operations.md).
  */
 const FLEET_ROW = '\u0001fleet';
+/**
+ * The name (as an SQL literal) of the row of the lease table whose `fencing_token` counts the changes of stored
+ * schedules: a write takes its numbers there, one writer at a time (its row lock), never below the largest change
+ * the schedules' table keeps. No job has its name, which holds a control character.
+ */
+const CHANGES_ROW = "E'\\u0001schedules'";
 /** The table's name: short enough for the names of the tables beside it (`<table>_members`, `_summary`) to be whole. */
 const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,54}$/;
 
@@ -62,7 +73,18 @@ const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,54}$/;
  * with one of them is refused: it would be a table beside another table option's, and no suffix is the end of
  * another, so two table options that are not refused never name one table.
  */
-const BESIDE = ['_members', '_audit', '_runs', '_runs_seq', '_summary', '_trigger'] as const;
+const BESIDE = [
+  '_members',
+  '_audit',
+  '_runs',
+  '_runs_seq',
+  '_summary',
+  '_trigger',
+  '_stored',
+  '_sc',
+  '_sn',
+  '_sh',
+] as const;
 
 /** The suffix of a table beside another that `table` ends with, if any. */
 function besideOf(table: string): string | undefined {
@@ -122,6 +144,9 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   readonly #summary: string;
   /** Triggers left for the holders, and their answers: `table_trigger`. */
   readonly #triggers: string;
+  /** The stored schedules: `table_stored`; and the channel its changes are notified on. */
+  readonly #schedules: string;
+  readonly #channel: string;
   /** The table's name without its schema, which names its index. */
   readonly #tableName: string;
   /** How long a lease lasts unless renewed, in ms. */
@@ -162,6 +187,8 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     this.#runs = quoted(`${table}_runs`);
     this.#summary = quoted(`${table}_summary`);
     this.#triggers = quoted(`${table}_trigger`);
+    this.#schedules = quoted(`${table}_stored`);
+    this.#channel = `${table}_stored`;
     this.#tableName = table.split('.').at(-1)!;
     this.leaseMs = leaseMs;
   }
@@ -267,11 +294,12 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       }
       beat = whole;
     }
-    const { fleet, members, paused, triggers, renewed, acquired } = beat;
+    const { fleet, schedules, members, paused, triggers, renewed, acquired } = beat;
     const named = [...renew.map(({ name }) => name), ...acquire];
     const refusals = this.#stillRefused();
     return {
       ...(fleet === undefined ? {} : { fleet }),
+      schedules,
       members,
       paused,
       triggers,
@@ -293,9 +321,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       'lease.name, lease.owner, lease.fencing_token, lease.grid, lease.last_slot, lease.next_slot';
     const rows = (await this.#query(
       `WITH member AS (
-         INSERT INTO ${this.#members} (owner, replica, jobs, expires_at) VALUES ($1, $2, $3, ${lease})
+         INSERT INTO ${this.#members} (owner, replica, jobs, expires_at, handlers) VALUES ($1, $2, $3, ${lease}, $9)
          ON CONFLICT (owner) DO UPDATE
-           SET replica = excluded.replica, jobs = excluded.jobs, expires_at = excluded.expires_at
+           SET replica = excluded.replica, jobs = excluded.jobs, expires_at = excluded.expires_at,
+               handlers = excluded.handlers
          RETURNING owner
        ), forgotten AS (
          DELETE FROM ${this.#members} WHERE owner IN (
@@ -334,9 +363,9 @@ export class PostgresCoordinator implements PeriodicCoordinator {
          RETURNING grid
        )
        SELECT 'member' AS kind, owner AS name, replica, jobs, NULL::bigint AS fencing_token,
-              NULL::text AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot
+              handlers AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot
          FROM ${this.#members} WHERE expires_at > clock_timestamp() AND owner <> $1
-       UNION ALL SELECT 'member', $1, $2, $3, NULL, NULL, NULL, NULL
+       UNION ALL SELECT 'member', $1, $2, $3, NULL, $9, NULL, NULL
        UNION ALL SELECT 'renewed', name, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
        UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM retaken
        UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM created
@@ -344,7 +373,9 @@ export class PostgresCoordinator implements PeriodicCoordinator {
          WHERE paused IS NOT NULL
        UNION ALL SELECT 'trigger', request, NULL, NULL, NULL, NULL, NULL, NULL FROM carried
        UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL FROM named
-       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table} WHERE name = $8`,
+       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table} WHERE name = $8
+       UNION ALL SELECT 'schedules', NULL, NULL, NULL, coalesce(max(change), 0), NULL, NULL, NULL
+         FROM ${this.#schedules}`,
       [
         member.owner,
         member.replica,
@@ -354,16 +385,24 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         renew.map(({ fencingToken }) => fencingToken),
         acquire,
         FLEET_ROW,
+        member.handlers === undefined ? null : JSON.stringify(member.handlers),
       ],
     )) as HeartbeatRow[];
     const fleet = rows.find((row) => row.kind === 'fleet')?.name;
+    const schedules = rows.find((row) => row.kind === 'schedules');
     return {
       fleet: typeof fleet === 'string' ? fleet : undefined,
+      schedules: schedules === undefined ? 0 : integerReply('heartbeat', schedules.fencing_token),
       paused: rows.filter((row) => row.kind === 'paused').map((row) => row.name),
       triggers: rows.filter((row) => row.kind === 'trigger').map((row) => triggerOf(row.name)),
       members: rows
         .filter((row) => row.kind === 'member')
-        .map(({ name, replica, jobs }) => ({ owner: name, replica: String(replica), jobs: String(jobs) })),
+        .map(({ name, replica, jobs, grid }) => {
+          const member: PeriodicFleetMember = { owner: name, replica: String(replica), jobs: String(jobs) };
+          // A member's handlers come in the column of a lease's grid, as JSON; older replicas name none.
+          if (typeof grid === 'string') member.handlers = handlersOf(grid);
+          return member;
+        }),
       renewed: new Set(rows.filter((row) => row.kind === 'renewed').map((row) => row.name)),
       acquired: new Map(
         rows
@@ -435,6 +474,209 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       paused: unknown;
     }[];
     return typeof row?.paused === 'string' ? operationOf(row.paused) : null;
+  }
+
+  /**
+   * One statement: the writes take their counts of changes from the counter's row (CHANGES_ROW), whose lock makes
+   * writers take turns; each creates its schedule, or updates it where `ifVersion` (carried in `expected`) is its
+   * version now, as ON CONFLICT reads it (the latest, not the statement's snapshot); each written is audited. A
+   * write with `ifVersion` of a schedule this statement does not see is refused. Then the replicas are notified.
+   */
+  async writeStored(
+    writes: PeriodicStoredWrite[],
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer[]> {
+    const rows = (await this.#query(
+      `WITH counter AS (${this.#counting('$10::integer')}
+       ), wanted AS (
+         SELECT w.*, (SELECT base FROM counter) + w.i AS change
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[])
+           WITH ORDINALITY AS w(name, handler, definition, expected, i)
+       ), written AS (
+         INSERT INTO ${this.#schedules} AS s
+           (name, handler, definition, version, created_at, updated_at, updated_by, change, removed, expected)
+         SELECT name, handler, definition, 1, $5, $5, $6, change, false, expected FROM wanted
+         WHERE expected IS NULL OR expected = 0
+           OR EXISTS (SELECT FROM ${this.#schedules} AS seen WHERE seen.name = wanted.name)
+         ON CONFLICT (name) DO UPDATE SET
+           handler = excluded.handler, definition = excluded.definition,
+           version = CASE WHEN s.removed THEN 1 ELSE s.version + 1 END,
+           created_at = CASE WHEN s.removed THEN excluded.created_at ELSE s.created_at END,
+           updated_at = excluded.updated_at, updated_by = excluded.updated_by, change = excluded.change,
+           removed = false, expected = NULL
+         WHERE excluded.expected IS NULL
+           OR excluded.expected = CASE WHEN s.removed THEN 0 ELSE s.version END
+         RETURNING s.*
+       ), audited AS (
+         INSERT INTO ${this.#audit} (name, record)
+         SELECT name, CASE WHEN version = 1 THEN $7 ELSE $8 END FROM written ORDER BY change
+       ), trimmed AS (${this.#trimming('SELECT name FROM written', '$9::integer')}
+       )
+       SELECT 'written' AS kind, name, handler, definition, version, created_at, updated_at, updated_by, change
+         FROM written
+       UNION ALL SELECT 'seen', name, NULL, NULL, CASE WHEN removed THEN NULL ELSE version END, NULL, NULL, NULL,
+         NULL FROM ${this.#schedules} WHERE name = ANY($1::text[])`,
+      [
+        writes.map(({ name }) => name),
+        writes.map(({ handler }) => handler),
+        writes.map(({ definition }) => ascii(definition)),
+        writes.map(({ ifVersion }) => ifVersion ?? null),
+        operation.at,
+        operation.by,
+        stored({ action: 'create', ...operation }),
+        stored({ action: 'update', ...operation }),
+        keep,
+        writes.length,
+      ],
+    )) as StoredRow[];
+    const written = new Map(rows.filter((row) => row.kind === 'written').map((row) => [row.name, row]));
+    const seen = new Map(rows.filter((row) => row.kind === 'seen').map((row) => [row.name, row.version]));
+    if (written.size > 0) await this.#notify();
+    return writes.map(({ name }): PeriodicStoredAnswer => {
+      const row = written.get(name);
+      if (row !== undefined) return { ok: true, record: storedRecordOf(row) };
+      const version = seen.get(name);
+      return {
+        ok: false,
+        currentVersion: version === null || version === undefined ? null : Number(version),
+      };
+    });
+  }
+
+  async removeStored(
+    name: string,
+    ifVersion: number | undefined,
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer> {
+    const rows = (await this.#query(
+      `WITH counter AS (${this.#counting('1')}
+       ), removed AS (
+         UPDATE ${this.#schedules} AS s
+           SET removed = true, change = (SELECT base FROM counter) + 1, updated_at = $3, updated_by = $4,
+               expected = NULL
+         WHERE s.name = $1 AND NOT s.removed AND ($2::integer IS NULL OR s.version = $2)
+         RETURNING s.name
+       ), audited AS (
+         INSERT INTO ${this.#audit} (name, record) SELECT name, $5 FROM removed
+       ), trimmed AS (${this.#trimming('SELECT name FROM removed', '$6::integer')}
+       )
+       SELECT (SELECT count(*) FROM removed)::integer AS removed,
+              (SELECT CASE WHEN removed THEN NULL ELSE version END FROM ${this.#schedules} WHERE name = $1) AS version`,
+      [name, ifVersion ?? null, operation.at, operation.by, stored({ action: 'remove', ...operation }), keep],
+    )) as { removed: number; version: unknown }[];
+    const [{ removed, version }] = rows as [{ removed: number; version: unknown }];
+    if (removed === 1) {
+      await this.#notify();
+      return { ok: true, record: null, removed: true };
+    }
+    const current = version === null || version === undefined ? null : Number(version);
+    if (ifVersion !== undefined && ifVersion !== (current ?? 0))
+      return { ok: false, currentVersion: current };
+    return { ok: true, record: null, removed: false };
+  }
+
+  async readStored(name: string): Promise<PeriodicStoredRecord | null> {
+    const [row] = (await this.#query(`SELECT * FROM ${this.#schedules} WHERE name = $1 AND NOT removed`, [
+      name,
+    ])) as StoredRow[];
+    return row === undefined ? null : storedRecordOf(row);
+  }
+
+  async listStored({
+    handler,
+    prefix = '',
+    after,
+    limit,
+  }: PeriodicStoredQuery): Promise<PeriodicStoredRecord[]> {
+    // Names in the order of their bytes (COLLATE "C"), as the other stores list them; a prefix is text, not a
+    // LIKE pattern: its range is [prefix, the next string after every string it begins).
+    const rows = (await this.#query(
+      `SELECT * FROM ${this.#schedules}
+       WHERE NOT removed AND ($1::text IS NULL OR handler = $1)
+         AND name COLLATE "C" >= $2 AND left(name, length($2)) = $2
+         AND ($3::text IS NULL OR name COLLATE "C" > $3)
+       ORDER BY name COLLATE "C" LIMIT $4`,
+      [handler ?? null, prefix, after ?? null, limit],
+    )) as StoredRow[];
+    return rows.map(storedRecordOf);
+  }
+
+  async readStoredChanges(since: number, limit: number): Promise<PeriodicStoredChanges> {
+    const rows = (await this.#query(
+      `SELECT * FROM ${this.#schedules} WHERE change > $1 ORDER BY change LIMIT $2`,
+      [since, limit + 1],
+    )) as (StoredRow & { removed: boolean })[];
+    const taken = rows.slice(0, limit);
+    const [count] = (await this.#query(
+      `SELECT coalesce(max(change), 0) AS change FROM ${this.#schedules}`,
+      [],
+    )) as { change: unknown }[];
+    return {
+      records: taken.filter((row) => !row.removed).map(storedRecordOf),
+      removed: taken.filter((row) => row.removed).map((row) => row.name),
+      change:
+        taken.length === 0
+          ? Math.max(since, integerReply('readStoredChanges', count!.change))
+          : integerReply('readStoredChanges', taken.at(-1)!.change),
+      complete: rows.length <= limit,
+    };
+  }
+
+  /**
+   * Calls `listener` when any replica changes a stored schedule: `LISTEN` on a connection of its own from the pool
+   * (`connect()`), held until the returned function is called; nothing with a pool that cannot lend one.
+   */
+  watchStored(listener: () => void): () => void {
+    const pool = this.#pool as Partial<ListeningPool>;
+    if (typeof pool.connect !== 'function') return () => undefined;
+    let stopped = false;
+    let client: ListeningClient | undefined;
+    const channel = `"${this.#channel.replaceAll('"', '""')}"`;
+    pool
+      .connect()
+      .then(async (connected) => {
+        // A pg Client connects itself, and lends no connection: no notifications then.
+        if (typeof connected?.on !== 'function') return;
+        client = connected;
+        if (stopped) return connected.release();
+        // A connection that fails leaves the replicas to their heartbeats, which read the count of changes.
+        connected.on('error', () => undefined);
+        connected.on('notification', () => listener());
+        await connected.query(`LISTEN ${channel}`);
+      })
+      .catch(() => undefined);
+    return () => {
+      stopped = true;
+      client?.release(true);
+      client = undefined;
+    };
+  }
+
+  /** Wakes the replicas that listen for changes of stored schedules (`watchStored`). */
+  async #notify(): Promise<void> {
+    await this.#query('SELECT pg_notify($1, $2)', [this.#channel, 'changed']).catch(() => undefined);
+  }
+
+  /** A query that takes `count` numbers of changes from the counter's row, and selects the one before them (`base`). */
+  #counting(count: string): string {
+    const largest = `(SELECT coalesce(max(change), 0) FROM ${this.#schedules})`;
+    return `
+         INSERT INTO ${this.table} AS lease (name, expires_at, fencing_token)
+         VALUES (${CHANGES_ROW}, clock_timestamp(), ${largest} + ${count})
+         ON CONFLICT (name) DO UPDATE SET fencing_token = greatest(lease.fencing_token, ${largest}) + ${count}
+         RETURNING fencing_token - ${count} AS base`;
+  }
+
+  /** A statement that deletes the entries of the audit trails of `names` beyond the latest `keep`. */
+  #trimming(names: string, keep: string): string {
+    return `
+         DELETE FROM ${this.#audit} AS audit USING (
+           SELECT id, row_number() OVER (PARTITION BY name ORDER BY id DESC) AS rank
+           FROM ${this.#audit} WHERE name IN (${names})
+         ) AS ranked
+         WHERE audit.id = ranked.id AND ranked.rank >= ${keep}`;
   }
 
   async readAudit(name: string, limit: number): Promise<PeriodicOperation[]> {
@@ -692,6 +934,8 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       runsIndex: `"${this.#tableName}_runs_seq"`,
       triggers: this.#triggers,
       summary: this.#summary,
+      schedules: this.#schedules,
+      schedulesIndexes: [`"${this.#tableName}_sc"`, `"${this.#tableName}_sn"`, `"${this.#tableName}_sh"`],
     });
     try {
       for (const statement of statements) {
@@ -719,10 +963,12 @@ function refusedData(error: unknown): boolean {
  * encoding holds, whatever a note, an error or a replica's name carries.
  */
 function stored(record: object): string {
-  return JSON.stringify({ v: RECORD_VERSION, ...record }).replace(
-    /[\u007f-\uffff]/g,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return ascii(JSON.stringify({ v: RECORD_VERSION, ...record }));
+}
+
+/** JSON text with `\u` escapes for every character beyond ASCII: the same JSON, in any database encoding. */
+function ascii(json: string): string {
+  return json.replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** A job in a heartbeat: a lease held, to renew, or one to take. */
@@ -734,6 +980,7 @@ interface BeatJob {
 /** What one heartbeat statement answered. */
 interface Beat extends Pick<PeriodicHeartbeatReply, 'members'> {
   fleet: string | undefined;
+  schedules: number;
   paused: string[];
   triggers: PeriodicTriggerRequest[];
   renewed: Set<string>;
@@ -758,7 +1005,7 @@ interface FleetRow {
 
 /** A row of a heartbeat's answer: a member, a renewal, or a lease taken. */
 interface HeartbeatRow {
-  kind: 'member' | 'renewed' | 'acquired' | 'paused' | 'trigger' | 'fleet';
+  kind: 'member' | 'renewed' | 'acquired' | 'paused' | 'trigger' | 'fleet' | 'schedules';
   name: string;
   replica: unknown;
   jobs: unknown;
@@ -766,4 +1013,54 @@ interface HeartbeatRow {
   grid: unknown;
   last_slot: unknown;
   next_slot: unknown;
+}
+
+/** A row of the table of stored schedules. */
+interface StoredRow {
+  kind?: string;
+  name: string;
+  handler: unknown;
+  definition: unknown;
+  version: unknown;
+  created_at: unknown;
+  updated_at: unknown;
+  updated_by: unknown;
+  change: unknown;
+}
+
+/** A stored schedule as its row has it. */
+function storedRecordOf(row: StoredRow): PeriodicStoredRecord {
+  return {
+    name: row.name,
+    handler: String(row.handler),
+    definition: String(row.definition),
+    version: integerReply('a stored schedule', row.version),
+    createdAt: integerReply('a stored schedule', row.created_at),
+    updatedAt: integerReply('a stored schedule', row.updated_at),
+    updatedBy: typeof row.updated_by === 'string' ? row.updated_by : null,
+    change: integerReply('a stored schedule', row.change),
+  };
+}
+
+/** A member's handlers, from the JSON its record keeps; none from one this version cannot read. */
+function handlersOf(json: string): string[] {
+  try {
+    const parsed = JSON.parse(json) as unknown;
+    return Array.isArray(parsed) ? parsed.map(String) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** What `watchStored` needs of a pg Pool: a connection of its own. */
+interface ListeningPool {
+  connect(): Promise<ListeningClient>;
+}
+
+/** A pooled connection that listens. */
+interface ListeningClient {
+  query(text: string): Promise<unknown>;
+  on(event: 'notification', listener: () => void): unknown;
+  on(event: 'error', listener: (error: unknown) => void): unknown;
+  release(destroy?: boolean): void;
 }

@@ -1,6 +1,6 @@
 // The tables of PostgresCoordinator, each created if missing: a lease table (a row per job: its lease, schedule
 // and pause, and the fleet's name), and beside it the fleet's members, the jobs' audit trails, their runs and
-// what the runs tell of successes and failures, and the triggers carried to the holders. A column that a table
+// what the runs tell of successes and failures, the triggers carried to the holders, and the stored schedules. A column that a table
 // of an earlier version lacks is added; nothing is ever dropped.
 
 /** The tables' and the index's names, quoted (`"schema"."table_runs"`). */
@@ -12,6 +12,9 @@ export interface PostgresTables {
   runsIndex: string;
   triggers: string;
   summary: string;
+  /** The stored schedules, and the names of its indexes (of the changes, the names, the handlers' names). */
+  schedules: string;
+  schedulesIndexes: [change: string, names: string, handlers: string];
 }
 
 /** The statements that make the tables, in order; each may run again. */
@@ -23,6 +26,8 @@ export function schemaOf({
   runsIndex,
   triggers,
   summary,
+  schedules,
+  schedulesIndexes: [byChange, byName, byHandler],
 }: PostgresTables): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${table} (
@@ -69,5 +74,23 @@ export function schemaOf({
         last_success bigint,
         failures integer NOT NULL DEFAULT 0
       )`,
+    `ALTER TABLE ${members} ADD COLUMN IF NOT EXISTS handlers text`,
+    // A removed schedule keeps its row (removed), with the count of the change that removed it, for the replicas
+    // to read the removal; `expected` carries the ifVersion of a write to the check of its conflict (coordinator.ts).
+    `CREATE TABLE IF NOT EXISTS ${schedules} (
+        name text PRIMARY KEY,
+        handler text NOT NULL,
+        definition text NOT NULL,
+        version integer NOT NULL,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        updated_by text,
+        change bigint NOT NULL,
+        removed boolean NOT NULL DEFAULT false,
+        expected integer
+      )`,
+    `CREATE INDEX IF NOT EXISTS ${byChange} ON ${schedules} (change)`,
+    `CREATE INDEX IF NOT EXISTS ${byName} ON ${schedules} (name COLLATE "C") WHERE NOT removed`,
+    `CREATE INDEX IF NOT EXISTS ${byHandler} ON ${schedules} (handler, name COLLATE "C") WHERE NOT removed`,
   ];
 }

@@ -11,6 +11,11 @@ import type {
   PeriodicRunEntry,
   PeriodicScheduleWrite,
   PeriodicScheduleWritten,
+  PeriodicStoredAnswer,
+  PeriodicStoredChanges,
+  PeriodicStoredQuery,
+  PeriodicStoredRecord,
+  PeriodicStoredWrite,
   PeriodicTriggerAnswer,
   PeriodicTriggerRequest,
   PeriodicTriggerState,
@@ -30,15 +35,18 @@ import { KEY_KINDS, KEY_SEPARATOR, keyOf } from './keys.js';
 import {
   ACQUIRE,
   HEARTBEAT,
+  LIST_STORED,
   type LuaScript,
   OPERATE,
   READ_FIELDS,
   READ_FLEET,
   READ_HISTORY,
   READ_SCHEDULE,
+  READ_STORED_CHANGES,
   READ_TRIGGER,
   RELEASE,
   RELEASE_ALL,
+  REMOVE_STORED,
   RENEW,
   RENEW_HELD,
   REQUEST_TRIGGER,
@@ -46,6 +54,7 @@ import {
   WRITE_HELD,
   WRITE_SCHEDULE,
   WRITE_SCHEDULES,
+  WRITE_STORED,
 } from './lua.generated.js';
 import { type Holding, latest, listRecord, type RecordBatch, Records, STEP } from './records.js';
 import { historyOf, RunTail, SEGMENT } from './tail.js';
@@ -59,6 +68,20 @@ export interface RedisClient {
    * records every run in a script of its own, which costs Redis about three times as much.
    */
   call?(command: string, ...args: (string | number)[]): Promise<unknown>;
+  /**
+   * A new connection with the same options: the coordinator subscribes to the changes of stored schedules on one
+   * (`watchStored`), so that replicas apply them at once. A client without it leaves replicas to find them with
+   * their heartbeats, within `leaseMs / 3`.
+   */
+  duplicate?(): RedisSubscriber;
+}
+
+/** What the coordinator needs of a connection it subscribes with; an ioredis `Redis` has it. */
+export interface RedisSubscriber {
+  subscribe(channel: string): Promise<unknown>;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'error', listener: (error: unknown) => void): unknown;
+  disconnect(): void;
 }
 
 /** Options of {@link RedisCoordinator}. */
@@ -149,6 +172,10 @@ export class RedisCoordinator implements PeriodicCoordinator {
   readonly #requestTrigger = this.#script(REQUEST_TRIGGER);
   readonly #readTrigger = this.#script(READ_TRIGGER);
   readonly #setField = this.#script(SET_FIELD);
+  readonly #writeStored = this.#script(WRITE_STORED);
+  readonly #removeStored = this.#script(REMOVE_STORED);
+  readonly #listStored = this.#script(LIST_STORED);
+  readonly #readStoredChanges = this.#script(READ_STORED_CHANGES);
   /** Records of runs to send, with the writes of this turn if there are any (one script for both). */
   #records: Records | undefined;
   /**
@@ -248,6 +275,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       throw error;
     });
     const reply: PeriodicHeartbeatReply = {
+      ...(replies.at(-1)!.schedules === undefined ? {} : { schedules: replies.at(-1)!.schedules }),
       members: replies.at(-1)!.members,
       paused: replies.at(-1)!.paused,
       triggers: replies.flatMap((step) => step.triggers ?? []),
@@ -302,7 +330,10 @@ export class RedisCoordinator implements PeriodicCoordinator {
       ...renew.map(({ name }) => this.#lease(name)),
       ...acquire.map((name) => this.#lease(name)),
     ];
-    const { owner, replica, jobs } = member;
+    const { owner, replica } = member;
+    // The handlers go after the jobs' digest, a tab between: a replica of an older version reads the digest alone.
+    const jobs =
+      member.handlers === undefined ? member.jobs : `${member.jobs}\t${JSON.stringify(member.handlers)}`;
     // Leases this owner's latest heartbeat renewed or took, and no other: renewed unchecked while the epoch holds.
     const known = this.#epochs.get(owner);
     const held = renew.every(({ name, fencingToken }) => {
@@ -319,7 +350,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       const args = [owner, replica, jobs, this.leaseMs, renew.length, ...tokens, ...names, ...acquire];
       reply = await this.#heartbeat(keys, ...args);
     }
-    const [members, renewed, acquired, paused, triggers, epoch, fleet] = Array.isArray(reply)
+    const [members, renewed, acquired, paused, triggers, epoch, fleet, schedules] = Array.isArray(reply)
       ? (reply as unknown[])
       : [];
     if (!Array.isArray(members) || !Array.isArray(renewed) || !Array.isArray(acquired)) {
@@ -328,10 +359,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     return {
       paused: typeof paused === 'string' ? (JSON.parse(paused) as string[]) : [],
       triggers: typeof triggers === 'string' && triggers !== '' ? triggers.split('\n').map(triggerOf) : [],
-      members: pairs(members).map(([owner, record]) => {
-        const [replica, jobs] = String(record).split('\t');
-        return { owner: String(owner), replica, jobs: jobs ?? '' } satisfies PeriodicFleetMember;
-      }),
+      members: pairs(members).map(([owner, record]) => memberOf(String(owner), String(record))),
       renewed: renewed.map((ok) => integerReply('heartbeat', ok, 1) === 1),
       acquired: acquire.map((_, i) => {
         const [token, last, next, grid] = acquired.slice(i * 4, i * 4 + 4);
@@ -349,6 +377,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
       }),
       epoch: typeof epoch === 'string' || typeof epoch === 'number' ? String(epoch) : '',
       ...(typeof fleet === 'string' && fleet !== '' ? { fleet } : {}),
+      ...(schedules === undefined ? {} : { schedules: integerReply('heartbeat', schedules) }),
     };
   }
 
@@ -684,6 +713,130 @@ export class RedisCoordinator implements PeriodicCoordinator {
       .map(operationOf);
   }
 
+  async writeStored(
+    writes: PeriodicStoredWrite[],
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer[]> {
+    const audit = (action: PeriodicOperation['action']) =>
+      JSON.stringify({ v: RECORD_VERSION, action, ...operation });
+    const answers: PeriodicStoredAnswer[] = [];
+    // In steps of STEP writes: a script of tens of thousands would hold Redis up.
+    for (let i = 0; i < writes.length; i += STEP) {
+      const step = writes.slice(i, i + STEP);
+      const reply = await this.#writeStored(
+        this.#storedKeys(),
+        keep,
+        JSON.stringify(operation.by),
+        operation.at,
+        audit('create'),
+        audit('update'),
+        this.#channel(),
+        ...step.flatMap(({ name, handler, definition, ifVersion }) => [
+          name,
+          handler,
+          definition,
+          ifVersion === undefined ? '' : ifVersion,
+        ]),
+      );
+      if (!Array.isArray(reply) || reply.length !== step.length) {
+        throw new Error(`Redis answered ${describeValue(reply)} to writeStored`);
+      }
+      step.forEach(({ name }, j) => answers.push(storedAnswer(name, String(reply[j]))));
+    }
+    return answers;
+  }
+
+  async removeStored(
+    name: string,
+    ifVersion: number | undefined,
+    operation: Omit<PeriodicOperation, 'action'>,
+    keep: number,
+  ): Promise<PeriodicStoredAnswer> {
+    const record = JSON.stringify({ v: RECORD_VERSION, action: 'remove', ...operation });
+    const args = [name, ifVersion === undefined ? '' : ifVersion, keep, record, this.#channel()];
+    const reply = String(await this.#removeStored(this.#storedKeys(), ...args));
+    if (reply === 'removed' || reply === 'absent')
+      return { ok: true, record: null, removed: reply === 'removed' };
+    return storedAnswer(name, reply);
+  }
+
+  async readStored(name: string): Promise<PeriodicStoredRecord | null> {
+    const [record] = (await this.#readFields([keyOf(this.keyPrefix, 'stored')], name)) as unknown[];
+    return typeof record === 'string' ? storedRecordOf(name, record) : null;
+  }
+
+  async listStored({
+    handler,
+    prefix = '',
+    after,
+    limit,
+  }: PeriodicStoredQuery): Promise<PeriodicStoredRecord[]> {
+    // A handler's names are `<handler>\0<name>` in a set of their own; a name never has a U+0000.
+    const [key, start] =
+      handler === undefined
+        ? [keyOf(this.keyPrefix, 'names'), '']
+        : [keyOf(this.keyPrefix, 'handlers'), `${handler}\0`];
+    const base = start + prefix;
+    const from =
+      after !== undefined && Buffer.compare(Buffer.from(start + after), Buffer.from(base)) >= 0
+        ? `(${start}${after}`
+        : `[${base}`;
+    const reply = await this.#listStored([key, keyOf(this.keyPrefix, 'stored')], from, base, limit);
+    if (!Array.isArray(reply)) throw new Error(`Redis answered ${describeValue(reply)} to listStored`);
+    return pairs(reply).flatMap(([name, record]) =>
+      typeof record === 'string' && record !== '' ? [storedRecordOf(String(name), record)] : [],
+    );
+  }
+
+  async readStoredChanges(since: number, limit: number): Promise<PeriodicStoredChanges> {
+    const keys = [this.#fleet, keyOf(this.keyPrefix, 'changes'), keyOf(this.keyPrefix, 'stored')];
+    const reply = await this.#readStoredChanges(keys, since, limit);
+    const [count, complete, changes] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    if (!Array.isArray(changes))
+      throw new Error(`Redis answered ${describeValue(reply)} to readStoredChanges`);
+    const records: PeriodicStoredRecord[] = [];
+    const removed: string[] = [];
+    let change = Math.max(since, integerReply('readStoredChanges', count));
+    for (let i = 0; i < changes.length; i += 3) {
+      const name = String(changes[i]);
+      const record = String(changes[i + 2]);
+      change = integerReply('readStoredChanges', changes[i + 1]);
+      if (record === '') removed.push(name);
+      else records.push(storedRecordOf(name, record));
+    }
+    return { records, removed, change, complete: integerReply('readStoredChanges', complete, 1) === 1 };
+  }
+
+  /**
+   * Calls `listener` when any replica changes a stored schedule, from a connection of its own (`duplicate()` of
+   * the client) subscribed to the coordinator's channel; nothing without `duplicate()`.
+   */
+  watchStored(listener: () => void): () => void {
+    const subscriber = this.#client.duplicate?.();
+    if (subscriber === undefined) return () => undefined;
+    // A connection that fails leaves the replicas to their heartbeats, which read the count of changes.
+    subscriber.on('error', () => undefined);
+    subscriber.on('message', () => listener());
+    subscriber.subscribe(this.#channel()).catch(() => undefined);
+    return () => subscriber.disconnect();
+  }
+
+  /** The keys of the scripts that change stored schedules (write-stored-5.lua). */
+  #storedKeys(): string[] {
+    return [
+      this.#fleet,
+      keyOf(this.keyPrefix, 'stored'),
+      keyOf(this.keyPrefix, 'changes'),
+      keyOf(this.keyPrefix, 'names'),
+      keyOf(this.keyPrefix, 'handlers'),
+    ];
+  }
+
+  #channel(): string {
+    return keyOf(this.keyPrefix, 'channel');
+  }
+
   /** Fields of the hash, as read-fields-1.lua reads them. */
   async #hmget(...fields: string[]): Promise<unknown[]> {
     const reply = await this.#readFields([this.#fleet], ...fields);
@@ -758,4 +911,46 @@ function pairs(flat: unknown[]): [unknown, unknown][] {
   const result: [unknown, unknown][] = [];
   for (let i = 0; i + 1 < flat.length; i += 2) result.push([flat[i], flat[i + 1]]);
   return result;
+}
+
+/** A member of the fleet as its record in the hash has it: name, jobs' digest and, from newer replicas, handlers. */
+function memberOf(owner: string, record: string): PeriodicFleetMember {
+  const [replica = '', jobs = '', handlers] = record.split('\t');
+  const member: PeriodicFleetMember = { owner, replica, jobs };
+  if (handlers !== undefined) {
+    try {
+      const parsed = JSON.parse(handlers) as unknown;
+      if (Array.isArray(parsed)) member.handlers = parsed.map(String);
+    } catch {
+      // A record this version cannot read names no handler.
+    }
+  }
+  return member;
+}
+
+/** A stored schedule's record as the hash keeps it (lua/include/stored.lua). */
+function storedRecordOf(name: string, record: string): PeriodicStoredRecord {
+  const fields = record.split('\t');
+  const [version, createdAt, updatedAt, change, handler = '', by = 'null'] = fields;
+  const definition = fields.slice(6).join('\t');
+  const who = JSON.parse(by) as unknown;
+  return {
+    name,
+    handler,
+    definition,
+    version: integerReply('a stored schedule', version),
+    createdAt: integerReply('a stored schedule', createdAt),
+    updatedAt: integerReply('a stored schedule', updatedAt),
+    updatedBy: typeof who === 'string' ? who : null,
+    change: integerReply('a stored schedule', change),
+  };
+}
+
+/** What write-stored-5.lua or remove-stored-5.lua answered for one schedule. */
+function storedAnswer(name: string, reply: string): PeriodicStoredAnswer {
+  if (reply.startsWith('conflict\t')) {
+    const version = reply.slice('conflict\t'.length);
+    return { ok: false, currentVersion: version === '' ? null : integerReply('writeStored', version) };
+  }
+  return { ok: true, record: storedRecordOf(name, reply) };
 }

@@ -20,6 +20,16 @@ export const KEY_KINDS = {
   runs: 'r',
   /** The tails of the histories of the jobs an owner holds, a hash (RunTail). */
   tails: 't',
+  /** The stored schedules, a hash of their records by name (lua/include/stored.lua). */
+  stored: 's',
+  /** The changes of the stored schedules, a sorted set of their names scored by the count of their last change. */
+  changes: 'c',
+  /** The names of the stored schedules, a sorted set read in lexicographic order. */
+  names: 'n',
+  /** The names of the stored schedules by handler, a sorted set of `<handler>\0<name>` read in lexicographic order. */
+  handlers: 'k',
+  /** The channel on which a change of a stored schedule is published (not a key). */
+  channel: 'p',
 } as const;
 
 export type KeyKind = keyof typeof KEY_KINDS;

@@ -6,7 +6,7 @@
 -- when none); the names of the jobs the fleet has paused, as JSON; the triggers carried; the fleet's epoch once
 -- the leases were taken; and the name of the fleet's records, the field `fleet` of the hash, written as the owner
 -- and the time when the hash has none (it went with the records: `PeriodicHeartbeatReply.fleet`). A lease taken is
--- handed over (hand-over.lua).
+-- handed over (hand-over.lua). Last, the count of changes to the stored schedules (write-stored-5.lua).
 
 --- @include "members.lua"
 --- @include "chunked.lua"
@@ -78,4 +78,5 @@ if not fleet then
   fleet = owner .. ' ' .. time[1] .. '.' .. time[2]
   redis.call('HSET', KEYS[1], 'fleet', fleet)
 end
-return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', table.concat(carried, '\n'), now, fleet}
+return {live, renewed, acquired, redis.call('HGET', KEYS[1], 'paused') or '[]', table.concat(carried, '\n'), now, fleet,
+  redis.call('HGET', KEYS[1], 'schedules') or '0'}

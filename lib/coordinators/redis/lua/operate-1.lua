@@ -2,15 +2,9 @@
 -- trail, the field `audit:<name>` (JSON records, newest first, one per line, the latest `keep` kept); a pause
 -- is the field `pause:<name>` and the name in `paused` until a resume deletes both.
 
+--- @include "audit.lua"
 local name, action, record, keep = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local trail = record .. '\n' .. (redis.call('HGET', KEYS[1], 'audit:' .. name) or '')
-local at = 0
-for _ = 1, keep do
-  at = string.find(trail, '\n', at + 1, true)
-  if not at then break end
-end
-if at then trail = string.sub(trail, 1, at) end
-redis.call('HSET', KEYS[1], 'audit:' .. name, trail)
+audit(KEYS[1], name, record, keep)
 if action == 'trigger' then return 1 end
 local kept = {}
 for _, other in ipairs(cjson.decode(redis.call('HGET', KEYS[1], 'paused') or '[]')) do

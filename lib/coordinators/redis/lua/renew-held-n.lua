@@ -15,4 +15,5 @@ local renewed, leaseMs = {}, tonumber(ARGV[4])
 for i = 2, #KEYS do
   renewed[i - 1] = redis.call('GET', KEYS[i]) == ARGV[1] and redis.call('PEXPIRE', KEYS[i], leaseMs) or 0
 end
-return {live, renewed, {}, redis.call('HGET', KEYS[1], 'paused') or '[]', '', epoch, redis.call('HGET', KEYS[1], 'fleet') or ''}
+return {live, renewed, {}, redis.call('HGET', KEYS[1], 'paused') or '[]', '', epoch, redis.call('HGET', KEYS[1], 'fleet') or '',
+  redis.call('HGET', KEYS[1], 'schedules') or '0'}
