@@ -15,6 +15,11 @@ import {
 import { until, useApps } from './helpers.js';
 
 const LEASE_MS = 600;
+/**
+ * How long a test waits for a change to reach another replica: it comes within leaseMs (a notification, or the
+ * count its heartbeat reads every leaseMs / 3), and a loaded machine's pauses come on top.
+ */
+const SEEN_WITHIN = 4 * LEASE_MS;
 
 interface Ran {
   replica: string;
@@ -82,7 +87,7 @@ describe('stored schedules on the in-memory coordinator', () => {
     });
     // The replica that wrote it has it when upsert resolves; the other within leaseMs.
     expect(a.registry.has('report:acme')).toBe(true);
-    await until(() => (b.registry.has('report:acme') ? true : undefined), LEASE_MS);
+    await until(() => (b.registry.has('report:acme') ? true : undefined), SEEN_WITHIN);
     await until(() => (ran.filter((run) => run.name === 'report:acme').length >= 4 ? true : undefined));
     const runs = ran.filter((run) => run.name === 'report:acme');
     expect(runs.every((run) => (run.data as { tenantId: string }).tenantId === 'acme')).toBe(true);
@@ -195,7 +200,7 @@ describe('stored schedules on the in-memory coordinator', () => {
     await until(() => (b.registry.has('report:acme') ? true : undefined));
     expect(await b.registry.schedules.remove('report:acme', { by: 'bob', ifVersion: 1 })).toBe(true);
     expect(b.registry.has('report:acme')).toBe(false);
-    await until(() => (a.registry.has('report:acme') ? undefined : true), LEASE_MS);
+    await until(() => (a.registry.has('report:acme') ? undefined : true), SEEN_WITHIN);
     expect(await a.registry.schedules.remove('report:acme')).toBe(false);
     expect(await a.registry.schedules.get('report:acme')).toBeNull();
     expect(b.seen).toContainEqual(expect.objectContaining({ type: 'operated', action: 'remove', by: 'bob' }));
@@ -274,7 +279,7 @@ describe('stored schedules on the in-memory coordinator', () => {
     const a = await replica('a');
     await a.registry.schedules.upsert({ name: 'report:acme', handler: 'tenant-report', every: 200 });
     const old = await replica('old', ['sync']);
-    await until(() => (old.registry.has('report:acme') ? true : undefined), LEASE_MS);
+    await until(() => (old.registry.has('report:acme') ? true : undefined), SEEN_WITHIN);
     expect(old.registry.status('report:acme').state).toBe('idle');
     expect((await old.registry.fleetStatus('report:acme')).handlerMissing).toBeUndefined();
     await a.close();
