@@ -66,6 +66,12 @@ const FORMAT = 1;
 /** The options a stored schedule may have, in the table's order. */
 export const STORED_OPTION_NAMES = JOB_OPTION_NAMES.filter((key) => key !== 'name' && key !== 'when');
 
+/** What a definition has besides a job's options. */
+const DEFINITION_NAMES = ['name', 'handler', 'data', ...STORED_OPTION_NAMES];
+
+/** What the store counts of a schedule, which a schedule read back has and a write leaves out. */
+const STORE_FIELDS = ['version', 'createdAt', 'updatedAt', 'updatedBy'] as const;
+
 /** The options of a definition that may be `Infinity`, which JSON cannot hold: written as the string 'Infinity'. */
 const UNBOUNDED = new Set(['timeout', 'jobShutdown']);
 
@@ -101,7 +107,9 @@ export function checkDefinition(where: string, input: unknown): CheckedDefinitio
       `${here}: "when" cannot be stored: a guard is a function; check in the handler instead, and return early`,
     );
   }
-  const given = readOptions(here, input, ['name', 'handler', 'data', ...STORED_OPTION_NAMES], EXAMPLE);
+  const given = readOptions(here, input, [...DEFINITION_NAMES, ...STORE_FIELDS], EXAMPLE);
+  // A schedule read back (get, list) may be written again as it is: what the store counts of it is its own.
+  for (const field of STORE_FIELDS) delete given[field];
   const { name, handler, data, ...options } = given;
   checkOption(here, 'name', name);
   if (!NAME_RULE.accepts(handler)) {

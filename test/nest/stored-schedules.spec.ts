@@ -136,7 +136,14 @@ describe('stored schedules on the in-memory coordinator', () => {
     await expect(a.registry.schedules.remove('report:acme', { ifVersion: 1 })).rejects.toMatchObject({
       currentVersion: 2,
     });
-    expect(await a.registry.schedules.get('report:acme')).toMatchObject({ version: 2, data: { n: 1 } });
+    const read = (await a.registry.schedules.get('report:acme'))!;
+    expect(read).toMatchObject({ version: 2, data: { n: 1 } });
+    // A schedule read back is written again as it is: what the store counts of it is left out.
+    const moved = await a.registry.schedules.upsert(
+      { ...read, cron: '0 9 * * 1-5' },
+      { ifVersion: read.version },
+    );
+    expect(moved).toMatchObject({ version: 3, cron: '0 9 * * 1-5', createdAt: read.createdAt });
   });
 
   it('checks a definition before anything is stored: the schedule, the option, the value and the fix', async () => {
@@ -292,6 +299,21 @@ describe('stored schedules on the in-memory coordinator', () => {
     await sleep(LEASE_MS * 2);
     expect((await old.registry.fleetStatus('report:acme')).holder).toBeNull();
     expect(old.registry.status('report:acme').lease).toMatchObject({ held: false });
+  });
+
+  it('a store that lost its data: storeReset names the stored schedules, and their jobs go', async () => {
+    fresh();
+    const a = await replica('a');
+    await a.registry.schedules.upsert({ name: 'report:acme', handler: 'tenant-report', every: 60_000 });
+    const store = coordinator as unknown as Record<string, unknown>;
+    (store.stored as Map<string, unknown>).clear();
+    (store.storedRemoved as Map<string, unknown>).clear();
+    store.storedChange = 0;
+    store.fleet = undefined;
+    const reset = await a.events.once('storeReset');
+    expect(reset.lost).toEqual(['pauses', 'audit', 'history', 'stored schedules']);
+    await until(() => (a.registry.has('report:acme') ? undefined : true), SEEN_WITHIN);
+    expect(a.registry.has('Reports.cleanup')).toBe(true);
   });
 
   it('schedules survive a restart of every replica: a new replica reads them from the store', async () => {
