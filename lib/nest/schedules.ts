@@ -121,14 +121,18 @@ export class PeriodicSchedules {
     const replica = this.#replica(where);
     const { by, ifVersion } = changeOptions(where, options, true);
     const checked = this.#checked(where, definition);
-    const [answer] = await replica.calls.writeStored(
-      [{ ...checked.write, ...(ifVersion === undefined ? {} : { ifVersion }) }],
-      this.#asked(replica, by),
-      this.#keep,
-    );
-    const record = this.#written(where, checked.name, ifVersion, answer!);
-    await this.#applied();
-    return readDefinition(record).schedule as PeriodicStoredSchedule<TData>;
+    try {
+      const [answer] = await replica.calls.writeStored(
+        [{ ...checked.write, ...(ifVersion === undefined ? {} : { ifVersion }) }],
+        this.#asked(replica, by),
+        this.#keep,
+      );
+      const record = this.#written(where, checked.name, ifVersion, answer!);
+      await this.#applied();
+      return readDefinition(record).schedule as PeriodicStoredSchedule<TData>;
+    } finally {
+      checked.release();
+    }
   }
 
   /** Creates or updates many stored schedules in one step of the store; each is checked before any is stored. */
@@ -145,25 +149,30 @@ export class PeriodicSchedules {
     }
     const { by } = changeOptions(where, options, false);
     const names = new Set<string>();
-    const checked = definitions.map((definition, i) => {
-      const one = this.#checked(`${where}: [${i}]`, definition);
-      if (names.has(one.name)) {
-        throw new PeriodicConfigError(
-          `${where}: [${i}] names "${one.name}" again; each schedule of a batch must have a name of its own`,
-        );
-      }
-      names.add(one.name);
-      return one;
-    });
-    if (checked.length === 0) return [];
-    const answers = await replica.calls.writeStored(
-      checked.map((one) => one.write),
-      this.#asked(replica, by),
-      this.#keep,
-    );
-    const records = answers.map((answer, i) => this.#written(where, checked[i]!.name, undefined, answer));
-    await this.#applied();
-    return records.map((record) => readDefinition(record).schedule);
+    const checked: CheckedDefinition[] = [];
+    try {
+      definitions.forEach((definition, i) => {
+        const one = this.#checked(`${where}: [${i}]`, definition);
+        checked.push(one);
+        if (names.has(one.name)) {
+          throw new PeriodicConfigError(
+            `${where}: [${i}] names "${one.name}" again; each schedule of a batch must have a name of its own`,
+          );
+        }
+        names.add(one.name);
+      });
+      if (checked.length === 0) return [];
+      const answers = await replica.calls.writeStored(
+        checked.map((one) => one.write),
+        this.#asked(replica, by),
+        this.#keep,
+      );
+      const records = answers.map((answer, i) => this.#written(where, checked[i]!.name, undefined, answer));
+      await this.#applied();
+      return records.map((record) => readDefinition(record).schedule);
+    } finally {
+      for (const one of checked) one.release();
+    }
   }
 
   /** The stored schedule `name` as the store has it, or null. */
@@ -434,6 +443,17 @@ export class PeriodicSchedules {
   /** A definition checked: its options, and that this replica can run it and no other job has its name. */
   #checked(where: string, definition: unknown): CheckedDefinition {
     const checked = checkDefinition(where, definition);
+    try {
+      this.#refuse(where, checked);
+    } catch (error) {
+      checked.release();
+      throw error;
+    }
+    return checked;
+  }
+
+  /** Refuses a definition this replica cannot take: an unknown handler, a name taken, a delivery it cannot keep. */
+  #refuse(where: string, checked: CheckedDefinition): void {
     const here = `${where} of schedule ${JSON.stringify(checked.name)}`;
     if (!this.#handlers.has(checked.handler)) {
       const names = [...this.#handlers.keys()];
@@ -455,7 +475,6 @@ export class PeriodicSchedules {
         `${here}: "delivery" 'atLeastOnce' needs the fleet's run history, which is off (history: false); turn it on`,
       );
     }
-    return checked;
   }
 
   /** Who asks, from where and when, as the audit trail keeps it. */

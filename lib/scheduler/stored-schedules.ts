@@ -87,6 +87,8 @@ export interface CheckedDefinition {
   options: PeriodicStoredOptions;
   /** What the store keeps of it. */
   write: PeriodicStoredWrite;
+  /** Lets go of what the check made (a cron's calendar), once the job made of it has it too. */
+  release(): void;
 }
 
 /**
@@ -122,12 +124,12 @@ export function checkDefinition(where: string, input: unknown): CheckedDefinitio
     );
   }
   const encodedData = data === undefined ? undefined : dataText(here, data);
-  // The engine's own check, the combinations included (a retry longer than the cron's gap, say).
+  // The engine's own check, the combinations included (a retry longer than the cron's gap, say). Its calendar is
+  // kept until the caller releases it: the job made of the definition takes it from the cache.
   const { calendar } = resolveOptions(
     { ...options, exclusive: false, name: name as string, run: () => undefined },
     here,
   );
-  calendar?.release();
   const definition = JSON.stringify(
     { v: FORMAT, options, ...(encodedData === undefined ? {} : { data }) },
     (key, value: unknown) => (value === Infinity && UNBOUNDED.has(key) ? 'Infinity' : value),
@@ -138,6 +140,7 @@ export function checkDefinition(where: string, input: unknown): CheckedDefinitio
     data,
     options: options as PeriodicStoredOptions,
     write: { name: name as string, handler: handler as string, definition },
+    release: () => calendar?.release(),
   };
 }
 
