@@ -210,17 +210,29 @@ export class PeriodicRegistry {
     return this.entry(name, 'resume').resume(options);
   }
 
-  /** The job's pauses, resumes and triggers, newest first: the fleet's for an exclusive job. */
+  /**
+   * The job's pauses, resumes and triggers, newest first: the fleet's for an exclusive job; a stored schedule's
+   * changes too, read from the store after its removal.
+   */
   async audit(name: string, options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
+    if (!this.jobs.has(name)) {
+      const removed = await this.schedules.removedAudit(name, options);
+      if (removed !== undefined) return removed;
+    }
     return this.entry(name, 'audit').audit(options);
   }
 
   /**
    * The job's latest runs, newest first, a run in flight included: the fleet's for an exclusive job (read from
-   * the coordinator's store by any replica), this process's for the others. `limit` 1 to 10,000
-   * (default 50; above `history.keep`, what is kept); `before`: only runs started before it.
+   * the coordinator's store by any replica), this process's for the others; a stored schedule's, from the store,
+   * after its removal too. `limit` 1 to 10,000 (default 50; above `history.keep`, what is kept); `before`: only
+   * runs started before it.
    */
   async history(name: string, options?: { limit?: number; before?: Date }): Promise<PeriodicRunRecord[]> {
+    if (!this.jobs.has(name)) {
+      const removed = await this.schedules.removedHistory(name, options);
+      if (removed !== undefined) return removed;
+    }
     return this.entry(name, 'history').history(options);
   }
 

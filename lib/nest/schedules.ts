@@ -5,9 +5,17 @@ import type {
   PeriodicStoredChanges,
   PeriodicStoredRecord,
 } from '../scheduler/coordinator-port.js';
-import { describeValue, PeriodicConfigError, PeriodicConflictError } from '../scheduler/errors.js';
+import {
+  describeValue,
+  messageOf,
+  PeriodicConfigError,
+  PeriodicConflictError,
+  PeriodicStoreError,
+} from '../scheduler/errors.js';
 import { keptBy } from '../scheduler/job-history.js';
-import { auditEntry, OPERATION_RULES } from '../scheduler/operations.js';
+import { auditEntry, auditLimit, OPERATION_RULES, type PeriodicAuditEntry } from '../scheduler/operations.js';
+import { historyQuery, type PeriodicRunRecord, runRecord } from '../scheduler/history.js';
+import type { StoreCalls } from '../scheduler/store-calls.js';
 import type { PeriodicSchedulerOptions } from '../scheduler/options.js';
 import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import type { Replica } from '../scheduler/replica.js';
@@ -239,6 +247,46 @@ export class PeriodicSchedules {
     await this.#applied();
     await this.#jobs.get(name)?.settling;
     return true;
+  }
+
+  /**
+   * @internal The history of a stored schedule removed since (its latest `audit` entry is its removal), which the
+   * store keeps for `history.keep` runs; undefined when `name` is no such schedule.
+   */
+  async removedHistory(
+    name: string,
+    query: { limit?: number; before?: Date } | undefined,
+  ): Promise<PeriodicRunRecord[] | undefined> {
+    const calls = await this.#removed(name);
+    if (calls === undefined || !calls.recorded) return undefined;
+    const { limit, before } = historyQuery(name, query, this.#keep);
+    if (this.settings.options.history === false) return [];
+    return (await storeRead(name, 'history', calls.readHistory(name, limit, before, this.#keep))).map(
+      runRecord,
+    );
+  }
+
+  /** @internal The audit trail of a stored schedule removed since; undefined when `name` is no such schedule. */
+  async removedAudit(
+    name: string,
+    options: { limit?: number } | undefined,
+  ): Promise<PeriodicAuditEntry[] | undefined> {
+    const calls = await this.#removed(name);
+    if (calls === undefined) return undefined;
+    const limit = auditLimit(name, options, this.#keep);
+    return (await storeRead(name, 'audit', calls.readAudit(name, limit))).map((entry) =>
+      auditEntry(name, entry),
+    );
+  }
+
+  /** The store's calls, when `name` was a stored schedule and its latest audit entry is its removal. */
+  async #removed(name: string): Promise<StoreCalls | undefined> {
+    const calls = this.settings.replica?.calls;
+    if (this.#feed === undefined || calls === undefined || !calls.operated || typeof name !== 'string') {
+      return undefined;
+    }
+    const [latest] = await storeRead(name, 'audit', calls.readAudit(name, 1));
+    return latest?.action === 'remove' ? calls : undefined;
   }
 
   // ---- What the module does with it ----
@@ -550,4 +598,15 @@ function conflict(
       'someone changed it since it was read; read it again, and apply the change to what it is now',
     current,
   );
+}
+
+/** A read of the store for `history()` or `audit()`: a store that does not answer is a `PeriodicStoreError`. */
+function storeRead<T>(name: string, what: 'history' | 'audit', read: Promise<T>): Promise<T> {
+  return read.catch((error: unknown) => {
+    throw new PeriodicStoreError(
+      `${what}() of job "${name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
+        'Try again once the store answers.',
+      { cause: error },
+    );
+  });
 }

@@ -211,6 +211,15 @@ describe('stored schedules on the in-memory coordinator', () => {
     expect(await a.registry.schedules.remove('report:acme')).toBe(false);
     expect(await a.registry.schedules.get('report:acme')).toBeNull();
     expect(b.seen).toContainEqual(expect.objectContaining({ type: 'operated', action: 'remove', by: 'bob' }));
+    // Its history and audit trail stay readable from the store.
+    expect((await a.registry.audit('report:acme')).map((entry) => [entry.action, entry.by])).toEqual([
+      ['remove', 'bob'],
+      ['create', null],
+    ]);
+    const runs = await a.registry.history('report:acme');
+    expect(runs.length).toBe(ran.filter((run) => run.name === 'report:acme').length);
+    expect(runs.every((run) => run.name === 'report:acme' && run.reason !== null)).toBe(true);
+    await expect(a.registry.history('report:none')).rejects.toThrow(/no job has this name/);
     await expect(a.registry.remove('Reports.cleanup')).resolves.toBeUndefined();
   });
 
