@@ -57,10 +57,13 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   /** Triggers no holder has taken yet, by job name; and the answers not read yet, by trigger id. */
   private readonly triggers = new Map<string, PeriodicTriggerRequest[]>();
   private readonly answers = new Map<string, PeriodicTriggerAnswer>();
-  /** The stored schedules by name, the count of their changes, and when each removed one was removed. */
+  /**
+   * The stored schedules by name, the count of their changes, and of each removed one the change that removed it
+   * and its last version (one created again goes on from it).
+   */
   private readonly stored = new Map<string, PeriodicStoredRecord>();
   private storedChange = 0;
-  private readonly storedRemoved = new Map<string, number>();
+  private readonly storedRemoved = new Map<string, { change: number; version: number }>();
   /** Who is told of a change of a stored schedule. */
   private readonly watchers = new Set<() => void>();
 
@@ -187,7 +190,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
         name,
         handler,
         definition,
-        version: (old?.version ?? 0) + 1,
+        version: (old?.version ?? this.storedRemoved.get(name)?.version ?? 0) + 1,
         createdAt: old?.createdAt ?? operation.at,
         updatedAt: operation.at,
         updatedBy: operation.by,
@@ -196,7 +199,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
       this.stored.set(name, record);
       this.storedRemoved.delete(name);
       this.audited(name, { action: old === undefined ? 'create' : 'update', ...operation }, keep);
-      return { ok: true, record: { ...record } };
+      return { ok: true, record: { ...record }, created: old === undefined };
     });
     this.changed();
     return answers;
@@ -214,7 +217,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
     }
     if (old === undefined) return { ok: true, record: null, removed: false };
     this.stored.delete(name);
-    this.storedRemoved.set(name, ++this.storedChange);
+    this.storedRemoved.set(name, { change: ++this.storedChange, version: old.version });
     this.audited(name, { action: 'remove', ...operation }, keep);
     this.changed();
     return { ok: true, record: null, removed: true };
@@ -246,7 +249,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   async readStoredChanges(since: number, limit: number): Promise<PeriodicStoredChanges> {
     const changes: (PeriodicStoredRecord | { name: string; change: number; removed: true })[] = [];
     for (const record of this.stored.values()) if (record.change > since) changes.push(record);
-    for (const [name, change] of this.storedRemoved) {
+    for (const [name, { change }] of this.storedRemoved) {
       if (change > since) changes.push({ name, change, removed: true });
     }
     changes.sort((a, b) => a.change - b.change);

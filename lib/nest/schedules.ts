@@ -24,12 +24,14 @@ import type { PeriodicContext } from '../scheduler/run.js';
 import {
   checkDefinition,
   type CheckedDefinition,
+  frozenData,
   type PeriodicScheduleChangeOptions,
   type PeriodicScheduleDefinition,
   type PeriodicScheduleList,
   type PeriodicScheduleQuery,
   type PeriodicStoredSchedule,
   readDefinition,
+  scheduleWhere,
   StoredFeed,
 } from '../scheduler/stored-schedules.js';
 import { LOGGER_CONTEXT } from './constants.js';
@@ -127,9 +129,9 @@ export class PeriodicSchedules {
   ): Promise<PeriodicStoredSchedule<TData>> {
     const where = 'PeriodicRegistry.schedules.upsert()';
     const replica = this.#replica(where);
-    const { by, ifVersion } = changeOptions(where, options, true);
     const checked = this.#checked(where, definition);
     try {
+      const { by, ifVersion } = changeOptions(scheduleWhere(where, checked.name), options, true);
       const [answer] = await replica.calls.writeStored(
         [{ ...checked.write, ...(ifVersion === undefined ? {} : { ifVersion }) }],
         this.#asked(replica, by),
@@ -238,7 +240,7 @@ export class PeriodicSchedules {
     if (typeof name !== 'string') {
       throw new PeriodicConfigError(`${where}: the name must be a string, got ${describeValue(name)}`);
     }
-    const { by, ifVersion } = changeOptions(where, options, true);
+    const { by, ifVersion } = changeOptions(scheduleWhere(where, name), options, true);
     const asked = this.#asked(replica, by);
     const answer = await replica.calls.removeStored(name, ifVersion, asked, this.#keep);
     if (!answer.ok) throw conflict(where, name, ifVersion, answer.currentVersion);
@@ -398,7 +400,7 @@ export class PeriodicSchedules {
     if (record !== null && job.record.change >= record.change) return;
     if (record !== null && job.cannot === undefined && sameRun(job.record, record)) {
       // Only the data changed: the job keeps its scheduler and its grid; the next run takes the new data.
-      job.scheduler.data = readDefinition(record).schedule.data;
+      job.scheduler.data = frozenData(readDefinition(record).schedule.data);
       job.record = record;
       return;
     }
@@ -448,7 +450,9 @@ export class PeriodicSchedules {
       this.#cannotRun(record, `its definition is not one this version can run: ${(error as Error).message}`);
       return;
     }
-    scheduler.data = schedule.data;
+    scheduler.data = frozenData(schedule.data);
+    // Its timing starts a new grid from the edit, if the store keeps another (docs/schedules.md).
+    scheduler.changedAt = record.updatedAt;
     const cannot =
       place === undefined
         ? `this replica has no @PeriodicHandler(${JSON.stringify(record.handler)})`
@@ -502,7 +506,7 @@ export class PeriodicSchedules {
 
   /** Refuses a definition this replica cannot take: an unknown handler, a name taken, a delivery it cannot keep. */
   #refuse(where: string, checked: CheckedDefinition): void {
-    const here = `${where} of schedule ${JSON.stringify(checked.name)}`;
+    const here = scheduleWhere(where, checked.name);
     if (!this.#handlers.has(checked.handler)) {
       const names = [...this.#handlers.keys()];
       const hint = nearest(checked.handler, names);
@@ -539,13 +543,12 @@ export class PeriodicSchedules {
   ): PeriodicStoredRecord {
     if (!answer.ok) throw conflict(where, name, ifVersion, answer.currentVersion);
     const record = answer.record!;
-    const { by, updatedAt } = { by: record.updatedBy, updatedAt: record.updatedAt };
     this.#operated(name, {
-      action: record.version === 1 ? 'create' : 'update',
-      by,
+      action: answer.created === true ? 'create' : 'update',
+      by: record.updatedBy,
       note: null,
       replica: this.settings.replica!.name,
-      at: updatedAt,
+      at: record.updatedAt,
     });
     return record;
   }
@@ -592,10 +595,13 @@ function conflict(
   ifVersion: number | undefined,
   current: number | null,
 ): PeriodicConflictError {
-  const now = current === null ? 'it does not exist' : `it is at version ${current}`;
+  const now =
+    current === null
+      ? 'it does not exist (it was removed, or never created)'
+      : `it is at version ${current}: someone changed it since it was read`;
   return new PeriodicConflictError(
-    `${where} of schedule ${JSON.stringify(name)}: version ${ifVersion} was expected (ifVersion), but ${now}: ` +
-      'someone changed it since it was read; read it again, and apply the change to what it is now',
+    `${scheduleWhere(where, name)}: version ${ifVersion} was expected (ifVersion), but ${now}; read it again, ` +
+      'and apply the change to what it is now',
     current,
   );
 }

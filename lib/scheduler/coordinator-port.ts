@@ -331,11 +331,18 @@ export interface PeriodicStoredWrite {
 }
 
 /**
- * What the store answers a write or a removal: the record written (null for a removal, or a removal of nothing:
- * `removed` false), or a refusal with the version the schedule has (null: it does not exist).
+ * What the store answers a write or a removal: the record written (null for a removal), or a refusal with the
+ * version the schedule has (null: it does not exist).
  */
 export type PeriodicStoredAnswer =
-  | { ok: true; record: PeriodicStoredRecord | null; removed?: boolean }
+  | {
+      ok: true;
+      record: PeriodicStoredRecord | null;
+      /** A write: whether it created the schedule (again, after a removal, included) rather than updated it. */
+      created?: boolean;
+      /** A removal: whether there was a schedule to remove. */
+      removed?: boolean;
+    }
   | { ok: false; currentVersion: number | null };
 
 /** Which stored schedules `listStored` reads. */
@@ -369,8 +376,10 @@ export interface PeriodicStoredChanges {
 export interface PeriodicScheduleSteps {
   /**
    * Writes schedules, each unless `ifVersion` is given and is not its version (0 when it does not exist): a
-   * creation at version 1 or an update at one more, each recorded in the job's audit trail (`'create'` or
-   * `'update'`, `operation`'s other fields) which keeps the latest `keep`. One answer per write, in order.
+   * creation at version 1 (or, of a schedule removed before, one more than the version it was removed at, so that
+   * an edit read before the removal conflicts) or an update at one more, each recorded in the job's audit trail
+   * (`'create'` or `'update'`, `operation`'s other fields) which keeps the latest `keep`. One answer per write,
+   * in order.
    */
   writeStored(
     writes: PeriodicStoredWrite[],

@@ -25,6 +25,11 @@ export class FleetSlots implements AheadClaimer {
   private early: { slot: number; fencingToken: number; write: Promise<PeriodicScheduleWritten> } | undefined;
   /** Claims waiting for the store's answer. */
   private asking = 0;
+  /**
+   * When the job's options last changed, if known (a stored schedule's edit; wall-clock ms): a new grid starts
+   * after it. 0 when not known (a deploy): a new grid starts after the last slot that ran anywhere.
+   */
+  changedAt = 0;
 
   /**
    * @param lease the job's lease, which this replica must hold to start a run.
@@ -148,7 +153,7 @@ export class FleetSlots implements AheadClaimer {
     const unheld = this.unheldSlot;
     this.unheldSlot = 0;
     this.early = undefined;
-    const next = fleetNext(stored, this.grid, this.after, wallNow);
+    const next = fleetNext(stored, this.grid, this.after, wallNow, this.changedAt);
     if (next !== undefined) return next;
     void this.lease.writeSchedule({ grid: this.grid, last: 0, next: unheld || slot });
     return unheld || undefined;
@@ -179,20 +184,24 @@ function gridOf({ every, delayMode, cron, timezone }: ResolvedPeriodicOptions): 
 /**
  * The wall-clock time of the next tick of a replica that just took the lease over (`after` gives the slot that
  * follows a time on the job's own grid or calendar), or undefined when nothing
- * ran yet under any options (the replica keeps its own grid, which then becomes the fleet's). Slots that
- * passed meanwhile are the tick's to count: one run, and a `missed` event, as after a stall.
+ * ran yet under any options (the replica keeps its own grid, which then becomes the fleet's). Slots of the same
+ * grid that passed meanwhile are the tick's to count: one run, and a `missed` event, as after a stall.
  */
 function fleetNext(
   stored: PeriodicFleetSchedule | null,
   grid: string,
   after: (slot: number) => number,
   wallNow: number,
+  changedAt: number,
 ): number | undefined {
   if (stored === null) return undefined;
   if (stored.grid === grid) {
     // A shifted-mode run whose end the store never learnt (its replica died): it ended by the takeover.
     return stored.next !== 0 ? stored.next : after(wallNow);
   }
-  // The options changed (a deploy): a new grid starts from the last slot that ran anywhere.
-  return stored.last !== 0 ? after(stored.last) : undefined;
+  // The options changed: a new grid starts from the change, when it is known (a stored schedule edited: no slot of
+  // the new timing before the edit runs); else (a deploy) from the last slot that ran anywhere, so that replicas
+  // of the old and the new version that hand the job to each other do not put its next slot off each time.
+  if (stored.last === 0) return undefined;
+  return after(Math.max(stored.last, changedAt));
 }

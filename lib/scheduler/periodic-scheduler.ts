@@ -209,6 +209,14 @@ export class PeriodicScheduler {
   data: unknown = undefined;
 
   /**
+   * @internal When the job's options last changed (a stored schedule's edit, wall-clock ms): a grid of other
+   * options in the store gives way to one that starts after it.
+   */
+  set changedAt(at: number) {
+    if (this.#fleet !== undefined) this.#fleet.changedAt = at;
+  }
+
+  /**
    * @param options the job's options with its `name` and the `run` function; invalid ones throw a
    *   {@link PeriodicConfigError}.
    * @param events where the scheduler reports its events: a function, or `{ emit(event), wants?(type) }`.

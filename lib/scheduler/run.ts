@@ -23,8 +23,8 @@ export interface PeriodicContext<TData = unknown> {
   /** 1 for the first run of a slot; 2, 3 … for its retries (`retry`). */
   readonly attempt: number;
   /**
-   * A stored schedule's `data` (docs/schedules.md), as its definition had it when the run started; `undefined`
-   * for every other job.
+   * A stored schedule's `data` (docs/schedules.md), as its definition had it when the run started, frozen: a
+   * run cannot change what the runs after it get. `undefined` for every other job.
    */
   readonly data: TData;
 }

@@ -3,7 +3,7 @@
 // brings every change of the store to a replica.
 import type { PeriodicStoredChanges, PeriodicStoredRecord, PeriodicStoredWrite } from './coordinator-port.js';
 import { DeadlineTimer, now } from './deadline-timer.js';
-import { describeValue, PeriodicConfigError } from './errors.js';
+import { describeValue, oneLine, PeriodicConfigError } from './errors.js';
 import { checkOption, JOB_OPTION_NAMES, type PeriodicOptions, resolveOptions } from './options.js';
 import { invalid, NAME_RULE, readOptions } from './rules.js';
 import type { StoreCalls } from './store-calls.js';
@@ -102,18 +102,27 @@ export function checkDefinition(where: string, input: unknown): CheckedDefinitio
       `${where}: a schedule must be an object such as ${EXAMPLE}, got ${describeValue(input)}`,
     );
   }
-  const named = (input as { name?: unknown }).name;
-  const here = typeof named === 'string' ? `${where} of schedule ${JSON.stringify(named)}` : where;
+  const here = scheduleWhere(where, (input as { name?: unknown }).name);
   if ('when' in input) {
     throw new PeriodicConfigError(
       `${here}: "when" cannot be stored: a guard is a function; check in the handler instead, and return early`,
     );
   }
-  const given = readOptions(here, input, [...DEFINITION_NAMES, ...STORE_FIELDS], EXAMPLE);
   // A schedule read back (get, list) may be written again as it is: what the store counts of it is its own.
-  for (const field of STORE_FIELDS) delete given[field];
+  const definitionOnly = Object.create(null) as Record<string, unknown>;
+  for (const key in input) {
+    if (!(STORE_FIELDS as readonly string[]).includes(key))
+      definitionOnly[key] = (input as Record<string, unknown>)[key];
+  }
+  const given = readOptions(here, definitionOnly, DEFINITION_NAMES, EXAMPLE);
   const { name, handler, data, ...options } = given;
   checkOption(here, 'name', name);
+  if (handler === undefined) {
+    throw new PeriodicConfigError(
+      `${here}: "handler" is required: the name of the @PeriodicHandler() that runs the schedule, such as ` +
+        "{ handler: 'tenant-report' }",
+    );
+  }
   if (!NAME_RULE.accepts(handler)) {
     throw invalid(here, 'handler', handler, NAME_RULE);
   }
@@ -144,9 +153,14 @@ export function checkDefinition(where: string, input: unknown): CheckedDefinitio
   };
 }
 
+/** How messages name a call on schedule `name`: `registry.schedules.upsert() of schedule "report:acme"`. */
+export function scheduleWhere(where: string, name: unknown): string {
+  return typeof name === 'string' ? `${where} of schedule "${oneLine(name).replaceAll('"', '\\"')}"` : where;
+}
+
 /** `data` as JSON text: a {@link PeriodicConfigError} unless it is a JSON value of at most 16 kB. */
 function dataText(where: string, data: unknown): string {
-  const problem = jsonProblem(data, 'data', 0);
+  const problem = jsonProblem(data, 'data', []);
   if (problem !== undefined) {
     throw new PeriodicConfigError(
       `${where}: "data" must be a JSON value (objects, arrays, strings, finite numbers, booleans, null), but ` +
@@ -164,30 +178,26 @@ function dataText(where: string, data: unknown): string {
   return text;
 }
 
-/** What keeps `value` (at `path`) from being JSON, or undefined when it is. */
-function jsonProblem(value: unknown, path: string, depth: number): string | undefined {
-  if (depth > 64) return `${path} is nested more than 64 levels deep`;
+/** What keeps `value` (at `path`, inside the objects `within`) from being JSON, or undefined when it is. */
+function jsonProblem(value: unknown, path: string, within: object[]): string | undefined {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : `${path} is ${value}`;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const problem = jsonProblem(value[i], `${path}[${i}]`, depth + 1);
-      if (problem !== undefined) return problem;
-    }
-    return undefined;
+  if (typeof value !== 'object') return `${path} is ${describeValue(value)}`;
+  if (within.includes(value)) return `${path} refers back to an object that holds it (a circular reference)`;
+  if (within.length >= 64) return `${path} is nested more than 64 levels deep`;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  if (!Array.isArray(value) && prototype !== Object.prototype && prototype !== null) {
+    return `${path} is ${describeValue(value)}, an object of a class`;
   }
-  if (typeof value === 'object') {
-    const prototype = Object.getPrototypeOf(value) as unknown;
-    if (prototype !== Object.prototype && prototype !== null) {
-      return `${path} is ${describeValue(value)}, an object of a class`;
-    }
-    for (const [key, item] of Object.entries(value)) {
-      const problem = jsonProblem(item, `${path}.${key}`, depth + 1);
-      if (problem !== undefined) return problem;
-    }
-    return undefined;
+  const inside = [...within, value];
+  const entries = Array.isArray(value)
+    ? value.map((item, i) => [`${path}[${i}]`, item] as const)
+    : Object.entries(value).map(([key, item]) => [`${path}.${key}`, item] as const);
+  for (const [at, item] of entries) {
+    const problem = jsonProblem(item, oneLine(at), inside);
+    if (problem !== undefined) return problem;
   }
-  return `${path} is ${describeValue(value)}`;
+  return undefined;
 }
 
 /** A stored record read back: its definition as it was written, and the options in it as a job takes them. */
@@ -317,4 +327,16 @@ export class StoredFeed {
       // Reported by the calls; the next heartbeat, or the feed's own timer, reads again.
     }
   }
+}
+
+/**
+ * `data` frozen through and through, as a job's runs get it: a run cannot change what the runs after it get (and
+ * the replicas cannot come to disagree on it). It is the replica's own copy, parsed from the store's record.
+ */
+export function frozenData<T>(data: T): T {
+  if (typeof data === 'object' && data !== null && !Object.isFrozen(data)) {
+    for (const value of Object.values(data)) frozenData(value);
+    Object.freeze(data);
+  }
+  return data;
 }

@@ -854,6 +854,7 @@ function storedContract(subject: ContractSubject, job: () => string): [string, (
           10,
         );
         assert.ok(created!.ok && created!.record !== null, JSON.stringify(created));
+        assert.equal(created!.created, true, 'the answer says it created the schedule');
         const first = created!.record;
         assert.deepEqual(
           { ...first, change: 0 },
@@ -882,6 +883,7 @@ function storedContract(subject: ContractSubject, job: () => string): [string, (
           10,
         );
         assert.ok(updated!.ok);
+        assert.equal(updated!.created, false, 'the answer says it updated the schedule');
         assert.deepEqual(
           { ...updated!.record, change: 0 },
           {
@@ -942,7 +944,16 @@ function storedContract(subject: ContractSubject, job: () => string): [string, (
           by('alice'),
           10,
         );
-        assert.equal(again!.ok && again!.record!.version, 1, 'created again, at version 1');
+        assert.equal(
+          again!.ok && again!.record!.version,
+          2,
+          'created again, its versions go on: an edit read before the removal conflicts',
+        );
+        assert.equal(again!.ok && again!.created, true);
+        assert.deepEqual(
+          (await store.readAudit(name, 10)).map(({ action }) => action),
+          ['create', 'remove', 'create'],
+        );
       },
     ],
     [

@@ -26,6 +26,7 @@ interface Ran {
   name: string;
   data: unknown;
   jobId: number;
+  slot: number;
 }
 
 describe('stored schedules on the in-memory coordinator', () => {
@@ -43,12 +44,24 @@ describe('stored schedules on the in-memory coordinator', () => {
     class Reports {
       @PeriodicHandler('tenant-report')
       send(ctx: PeriodicContext<{ tenantId: string }>): void {
-        runs.push({ replica: name, name: ctx.name, data: ctx.data, jobId: ctx.jobId });
+        runs.push({
+          replica: name,
+          name: ctx.name,
+          data: ctx.data,
+          jobId: ctx.jobId,
+          slot: ctx.scheduledDate.getTime(),
+        });
       }
 
       @Periodic({ every: 60_000, name: 'Reports.cleanup' })
       cleanup(ctx: PeriodicContext): void {
-        runs.push({ replica: name, name: ctx.name, data: ctx.data, jobId: ctx.jobId });
+        runs.push({
+          replica: name,
+          name: ctx.name,
+          data: ctx.data,
+          jobId: ctx.jobId,
+          slot: ctx.scheduledDate.getTime(),
+        });
       }
     }
     @Injectable()
@@ -176,6 +189,26 @@ describe('stored schedules on the in-memory coordinator', () => {
       /unknown option "evry"; did you mean "every"\?/,
     );
     await expect(upsert({ ...base, name: 'a\nb' })).rejects.toThrow(PeriodicConfigError);
+    // A name is written on one line, its control characters escaped, whatever the message.
+    await expect(upsert({ ...base, name: 'x\u009b31mRED' })).rejects.toThrow(
+      'PeriodicRegistry.schedules.upsert() of schedule "x\\u009b31mRED": "name" must be',
+    );
+    const circular: Record<string, unknown> = { a: 1 };
+    circular.self = circular;
+    await expect(upsert({ ...base, data: circular })).rejects.toThrow(
+      /data\.self refers back to an object that holds it \(a circular reference\)/,
+    );
+    await expect(upsert({ name: 'report:acme', every: 1000 })).rejects.toThrow(
+      'PeriodicRegistry.schedules.upsert() of schedule "report:acme": "handler" is required',
+    );
+    await expect(a.registry.schedules.upsert(base, { by: 5 as never })).rejects.toThrow(
+      /^PeriodicRegistry\.schedules\.upsert\(\) of schedule "report:acme": "by" must be/,
+    );
+    // The fields a schedule read back has are not options: the list of options leaves them out.
+    await expect(upsert({ ...base, evry: 5 })).rejects.toThrow(
+      /The options are: name, handler, data, every, cron/,
+    );
+    await expect(upsert({ ...base, evry: 5 })).rejects.not.toThrow(/updatedBy/);
     await expect(a.registry.schedules.upsert(base, { by: 'x'.repeat(1001) })).rejects.toThrow(/"by" must be/);
     expect(await a.registry.schedules.list()).toEqual({ items: [], cursor: null });
   });
@@ -198,6 +231,40 @@ describe('stored schedules on the in-memory coordinator', () => {
     expect(second.options.every).toBe(250);
     expect(first.state).toBe('stopped');
     await until(() => (ran.some((run) => (run.data as { n: number }).n === 3) ? true : undefined));
+  });
+
+  it('a change of timing starts the new grid from the change: no slot of it before the change runs', async () => {
+    fresh();
+    const a = await replica('a');
+    const base = { name: 'report:acme', handler: 'tenant-report', every: 1000, data: { n: 1 } };
+    await a.registry.schedules.upsert(base);
+    const first = await until(() => ran.find((run) => run.name === 'report:acme'));
+    // Well after the last slot: a grid of 150 ms from it would have slots before the change.
+    await sleep(Math.max(0, first.slot + 450 - Date.now()));
+    const changed = Date.now();
+    await a.registry.schedules.upsert({ ...base, every: 150, data: { n: 2 } });
+    const next = await until(() => ran.find((run) => (run.data as { n: number }).n === 2));
+    expect(next.slot).toBeGreaterThanOrEqual(changed);
+    expect(a.seen.filter((event) => event.type === 'missed')).toEqual([]);
+  });
+
+  it('a run cannot change the data of the runs after it', async () => {
+    fresh();
+    const a = await replica('a');
+    await a.registry.schedules.upsert({
+      name: 'report:acme',
+      handler: 'tenant-report',
+      every: 100,
+      data: { tenantId: 'acme', nested: { x: 1 } },
+    });
+    const first = await until(() => ran.find((run) => run.name === 'report:acme'));
+    expect(Object.isFrozen(first.data)).toBe(true);
+    expect(() => {
+      (first.data as { tenantId: string }).tenantId = 'changed';
+    }).toThrow(TypeError);
+    expect(() => {
+      (first.data as { nested: { x: number } }).nested.x = 2;
+    }).toThrow(TypeError);
   });
 
   it('remove drops the job on every replica, says whether it was there, and is audited', async () => {

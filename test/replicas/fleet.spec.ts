@@ -151,13 +151,15 @@ function fleet(store: Store): void {
       await sleep(Math.max(0, cycle + 0.4 * every - performance.now()));
     }
     const recorded = await endAll();
+    const ended = performance.now();
 
     const slots = slotIndexes(recorded, every);
-    // Ten intervals, one slot fewer or more at the ends; no slot twice, none skipped.
+    // No slot twice, none skipped: one per interval from the first holder to the last replica's close (ten
+    // intervals and one at the ends, more when a loaded machine's last restarts overran them).
     const story = Object.fromEntries(printed);
     expect({ slots, story }).toEqual({ slots: slots.map((_, i) => i), story });
     expect(slots.length).toBeGreaterThanOrEqual(9);
-    expect(slots.length).toBeLessThanOrEqual(11);
+    expect(slots.length).toBeLessThanOrEqual(Math.ceil((ended - began) / every) + 1);
     // The slots came from several replicas: the holder was closed, and the job handed over, at least twice. (How
     // many depends on how fast replicas boot: a loaded machine restarts fewer in ten intervals, and three of them
     // ran the slots in one run under load.)

@@ -501,22 +501,23 @@ export class PostgresCoordinator implements PeriodicCoordinator {
            OR EXISTS (SELECT FROM ${this.#schedules} AS seen WHERE seen.name = wanted.name)
          ON CONFLICT (name) DO UPDATE SET
            handler = excluded.handler, definition = excluded.definition,
-           version = CASE WHEN s.removed THEN 1 ELSE s.version + 1 END,
+           version = s.version + 1,
            created_at = CASE WHEN s.removed THEN excluded.created_at ELSE s.created_at END,
            updated_at = excluded.updated_at, updated_by = excluded.updated_by, change = excluded.change,
-           removed = false, expected = NULL
+           removed = false, expected = CASE WHEN s.removed THEN -1 END
          WHERE excluded.expected IS NULL
            OR excluded.expected = CASE WHEN s.removed THEN 0 ELSE s.version END
-         RETURNING s.*
+         RETURNING s.*, (s.xmax = 0 OR s.expected = -1) AS created
        ), audited AS (
          INSERT INTO ${this.#audit} (name, record)
-         SELECT name, CASE WHEN version = 1 THEN $7 ELSE $8 END FROM written ORDER BY change
+         SELECT name, CASE WHEN created THEN $7 ELSE $8 END FROM written ORDER BY change
        ), trimmed AS (${this.#trimming('SELECT name FROM written', '$9::integer')}
        )
-       SELECT 'written' AS kind, name, handler, definition, version, created_at, updated_at, updated_by, change
+       SELECT 'written' AS kind, name, handler, definition, version, created_at, updated_at, updated_by, change,
+              created
          FROM written
        UNION ALL SELECT 'seen', name, NULL, NULL, CASE WHEN removed THEN NULL ELSE version END, NULL, NULL, NULL,
-         NULL FROM ${this.#schedules} WHERE name = ANY($1::text[])`,
+         NULL, NULL FROM ${this.#schedules} WHERE name = ANY($1::text[])`,
       [
         writes.map(({ name }) => name),
         writes.map(({ handler }) => handler),
@@ -535,7 +536,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     if (written.size > 0) await this.#notify();
     return writes.map(({ name }): PeriodicStoredAnswer => {
       const row = written.get(name);
-      if (row !== undefined) return { ok: true, record: storedRecordOf(row) };
+      if (row !== undefined) return { ok: true, record: storedRecordOf(row), created: row.created === true };
       const version = seen.get(name);
       return {
         ok: false,
@@ -1018,6 +1019,7 @@ interface HeartbeatRow {
 /** A row of the table of stored schedules. */
 interface StoredRow {
   kind?: string;
+  created?: unknown;
   name: string;
   handler: unknown;
   definition: unknown;

@@ -76,7 +76,8 @@ export function schemaOf({
       )`,
     `ALTER TABLE ${members} ADD COLUMN IF NOT EXISTS handlers text`,
     // A removed schedule keeps its row (removed), with the count of the change that removed it, for the replicas
-    // to read the removal; `expected` carries the ifVersion of a write to the check of its conflict (coordinator.ts).
+    // to read the removal, and its version, for one created again to go on from; `expected` carries the ifVersion
+    // of a write to the check of its conflict, and -1 after a write that created the schedule again (coordinator.ts).
     `CREATE TABLE IF NOT EXISTS ${schedules} (
         name text PRIMARY KEY,
         handler text NOT NULL,

@@ -952,5 +952,10 @@ function storedAnswer(name: string, reply: string): PeriodicStoredAnswer {
     const version = reply.slice('conflict\t'.length);
     return { ok: false, currentVersion: version === '' ? null : integerReply('writeStored', version) };
   }
-  return { ok: true, record: storedRecordOf(name, reply) };
+  const tab = reply.indexOf('\t');
+  return {
+    ok: true,
+    record: storedRecordOf(name, reply.slice(tab + 1)),
+    created: reply.slice(0, tab) === 'created',
+  };
 }

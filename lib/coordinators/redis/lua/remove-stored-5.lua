@@ -1,6 +1,7 @@
 -- KEYS: as write-stored-5.lua's. ARGV: name, the version it must be at ('' for any), keep, the audit record of the
 -- removal, the channel of changes. Removes the schedule, counts the change (its name stays in the sorted set of
--- changes, scored with it, for the replicas to read the removal) and records it in the audit trail. Answers
+-- changes, scored with it, for the replicas to read the removal; its version stays in the field `removed:<name>` of
+-- the fleet's hash, for one created again to go on from) and records it in the audit trail. Answers
 -- 'removed' or 'absent', or 'conflict' and the version it is at ('' when it does not exist).
 
 --- @include "audit.lua"
@@ -15,6 +16,7 @@ end
 if not old then return 'absent' end
 local change = redis.call('HINCRBY', KEYS[1], 'schedules', 1)
 redis.call('HDEL', KEYS[2], name)
+redis.call('HSET', KEYS[1], 'removed:' .. name, fields[1])
 redis.call('ZADD', KEYS[3], change, name)
 redis.call('ZREM', KEYS[4], name)
 redis.call('ZREM', KEYS[5], fields[5] .. '\0' .. name)
