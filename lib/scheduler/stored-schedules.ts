@@ -58,13 +58,13 @@ export interface PeriodicScheduleList<TData = unknown> {
 }
 
 /** The most a schedule's data may weigh, as JSON text in UTF-8. */
-export const DATA_MAX_BYTES = 16 * 1024;
+const DATA_MAX_BYTES = 16 * 1024;
 
 /** The format of a stored definition: a replica reads the formats up to its own, and those above leniently. */
 const FORMAT = 1;
 
 /** The options a stored schedule may have, in the table's order. */
-export const STORED_OPTION_NAMES = JOB_OPTION_NAMES.filter((key) => key !== 'name' && key !== 'when');
+const STORED_OPTION_NAMES = JOB_OPTION_NAMES.filter((key) => key !== 'name' && key !== 'when');
 
 /** What a definition has besides a job's options. */
 const DEFINITION_NAMES = ['name', 'handler', 'data', ...STORED_OPTION_NAMES];
@@ -201,7 +201,7 @@ function jsonProblem(value: unknown, path: string, within: object[]): string | u
 }
 
 /** A stored record read back: its definition as it was written, and the options in it as a job takes them. */
-export interface ReadDefinition {
+interface ReadDefinition {
   schedule: PeriodicStoredSchedule;
   /** The job's options, with `Infinity` back; they are checked again before they run. */
   options: Record<string, unknown>;
