@@ -421,10 +421,10 @@ async function answered<T>(call: Promise<T>): Promise<T> {
 const LONGEST_SEARCH = 200;
 
 /** What the list's address may say. */
-const LIST_PARAMETERS = ['state', 'q', 'cursor', 'limit'];
+const LIST_PARAMETERS = ['state', 'q', 'handler', 'cursor', 'limit'];
 
 /**
- * The list's query, `?state&q&cursor&limit`, each optional; a value it cannot take, or a parameter it does not
+ * The list's query, `?state&q&handler&cursor&limit`, each optional; a value it cannot take, or a parameter it does not
  * know (`state[]` too), is a 400 that says why.
  */
 function listQuery(query: Record<string, unknown> | undefined): PeriodicDashboardQuery {
@@ -456,6 +456,12 @@ function listQuery(query: Record<string, unknown> | undefined): PeriodicDashboar
       `?q= is a part of a job's name, at most ${LONGEST_SEARCH} characters, got ${[...q].length}`,
     );
   }
+  const handler = given('handler');
+  if (handler !== null && [...handler].length > LONGEST_SEARCH) {
+    throw new BadRequestException(
+      `?handler= is the name of a @PeriodicHandler(), at most ${LONGEST_SEARCH} characters, got ${[...handler].length}`,
+    );
+  }
   const cursor = given('cursor');
   const after = cursor === null ? null : readCursor(cursor);
   if (after === undefined) {
@@ -468,7 +474,7 @@ function listQuery(query: Record<string, unknown> | undefined): PeriodicDashboar
   if (limit < 1 || limit > PAGE_ROWS) {
     throw new BadRequestException(`?limit= must be 1 to ${PAGE_ROWS} rows, got ${limit}`);
   }
-  return { state: state as PeriodicDashboardState | null, q, after, limit };
+  return { state: state as PeriodicDashboardState | null, q, handler, after, limit };
 }
 
 /** A query parameter that must be an integer. */

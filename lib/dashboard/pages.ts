@@ -52,7 +52,7 @@ export function listPage(
   <h1>Periodic jobs</h1>
   ${intro(page, `${thousands(list.total)} job${list.total === 1 ? '' : 's'}`)}
   <p class="counts" data-live="counts">${stateCounts(list, query, page.root)}</p>
-  ${filterForm(query, page.root)}
+  ${filterForm(query, list.handlers, page.root)}
   <table class="jobs" role="table">
     <caption class="hidden">Every job, its schedule, state and last run${page.access === 'operate' ? ', and its actions' : ''}</caption>
     ${COLUMNS.map((column) => `<col class="col-${column.toLowerCase().replace(' ', '-')}">`).join('')}
@@ -116,14 +116,14 @@ function thousands(value: number): string {
 /** The list's address with a filter, from the dashboard's root (which keeps any prefix or proxy path). */
 function listHref(
   root: string,
-  state: string | null,
-  q: string | null,
+  { state, q, handler }: Pick<PeriodicDashboardQuery, 'state' | 'q' | 'handler'>,
   limit = PAGE_ROWS,
   cursor?: string,
 ): string {
   const params = new URLSearchParams();
   if (state !== null) params.set('state', state);
   if (q !== null) params.set('q', q);
+  if (handler !== null) params.set('handler', handler);
   if (limit !== PAGE_ROWS) params.set('limit', String(limit));
   if (cursor !== undefined) params.set('cursor', cursor);
   const search = params.toString();
@@ -138,41 +138,50 @@ function stateCounts(list: PeriodicDashboardList, query: PeriodicDashboardQuery,
   const all = `<a href="${esc(root)}"${query.state === null ? ' aria-current="true"' : ''}>all <b>${thousands(list.total)}</b></a>`;
   const states = LIST_STATES.map((state) => {
     const current = query.state === state ? ' aria-current="true"' : '';
-    return `<a href="${esc(listHref(root, state, null))}"${current}>${state} <b>${thousands(list.counts[state])}</b></a>`;
+    return `<a href="${esc(listHref(root, { state, q: null, handler: null }))}"${current}>${state} <b>${thousands(list.counts[state])}</b></a>`;
   });
   return [all, ...states].join(' · ');
 }
 
 /** The search by name and the filter by state: a form that works without the script. */
-function filterForm(query: PeriodicDashboardQuery, root: string): string {
+function filterForm(query: PeriodicDashboardQuery, handlers: string[], root: string): string {
   const options = ['', ...LIST_STATES]
     .map((state) => {
       const selected = (query.state ?? '') === state ? ' selected' : '';
       return `<option value="${state}"${selected}>${state === '' ? 'any state' : state}</option>`;
     })
     .join('');
+  // Stored schedules by the handler that runs them (docs/schedules.md), when the application has handlers.
+  const byHandler =
+    handlers.length === 0
+      ? ''
+      : `<label>Handler <select name="handler"><option value="">any job</option>${handlers
+          .map(
+            (handler) =>
+              `<option value="${esc(handler)}"${query.handler === handler ? ' selected' : ''}>${esc(handler)}</option>`,
+          )
+          .join('')}</select></label>`;
   return `<form class="filter" method="get" action="${esc(root)}" role="search" aria-label="Find jobs">
 <label>Name contains <input type="search" name="q" maxlength="200" value="${esc(query.q ?? '')}"></label>
 <label>State <select name="state">${options}</select></label>
-<button type="submit">Show</button>
+${byHandler}<button type="submit">Show</button>
 </form>`;
 }
 
 /** Which rows this page shows of those that match, and the links to the first page and the next. */
 function pager(list: PeriodicDashboardList, query: PeriodicDashboardQuery, root: string): string {
   const { offset, matched, jobs } = list;
-  const filtered = query.state !== null || query.q !== null;
+  const filtered = query.state !== null || query.q !== null || query.handler !== null;
   const of = `${thousands(matched)}${filtered ? ' that match' : ''}`;
   const shown =
     jobs.length === 0
       ? `none of ${of}`
       : `${thousands(offset + 1)}–${thousands(offset + jobs.length)} of ${of}`;
   const links: string[] = [];
-  if (offset > 0)
-    links.push(`<a href="${esc(listHref(root, query.state, query.q, query.limit))}">First page</a>`);
+  if (offset > 0) links.push(`<a href="${esc(listHref(root, query, query.limit))}">First page</a>`);
   if (list.nextCursor !== null) {
     links.push(
-      `<a href="${esc(listHref(root, query.state, query.q, query.limit, list.nextCursor))}" rel="next">Next page</a>`,
+      `<a href="${esc(listHref(root, query, query.limit, list.nextCursor))}" rel="next">Next page</a>`,
     );
   }
   return `<span>Jobs ${shown}</span>${links.map((link) => ` · ${link}`).join('')}`;

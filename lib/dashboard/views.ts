@@ -23,6 +23,8 @@ export interface PeriodicDashboardJob {
   /** The latest run (for an exclusive job, the fleet's). */
   lastRun: PeriodicFleetStatus['lastRun'];
   health: { status: 'up' | 'down'; reason?: string };
+  /** A stored schedule (docs/schedules.md): its handler, and its version as this replica last applied it. */
+  stored: { handler: string; version: number; updatedAt: Date; updatedBy: string | null } | null;
 }
 
 /** A job with what its own page shows beside: its options. */
@@ -37,10 +39,14 @@ const MAX_FAILURES = 3;
 export const LIST_STATES = ['ticking', 'paused', 'running', 'down', 'completed'] as const;
 export type PeriodicDashboardState = (typeof LIST_STATES)[number];
 
-/** What the list shows: `?state`, `?q` (a part of the name, any case), from `?cursor`, at most `?limit` rows. */
+/**
+ * What the list shows: `?state`, `?q` (a part of the name, any case), `?handler` (the stored schedules of one
+ * `@PeriodicHandler()`), from `?cursor`, at most `?limit` rows.
+ */
 export interface PeriodicDashboardQuery {
   state: PeriodicDashboardState | null;
   q: string | null;
+  handler: string | null;
   /** The page goes on after the job registered as this (`readCursor`); null: the first page. */
   after: number | null;
   limit: number;
@@ -61,6 +67,8 @@ export interface PeriodicDashboardList {
   offset: number;
   /** The cursor of the next page, or null on the last. */
   nextCursor: string | null;
+  /** The application's `@PeriodicHandler()`s, which `?handler` filters the stored schedules by. */
+  handlers: string[];
 }
 
 /**
@@ -94,6 +102,8 @@ export async function listOf(
     for (const state of states) counts[state]++;
     if (query.state !== null && !states.includes(query.state)) continue;
     if (needle !== null && !scheduler.name.toLowerCase().includes(needle)) continue;
+    if (query.handler !== null && registry.schedules.storedOf(scheduler.name)?.handler !== query.handler)
+      continue;
     matched++;
     if (scheduler.registered <= after) offset++;
     else if (shown.length < query.limit) shown.push(scheduler);
@@ -102,12 +112,13 @@ export async function listOf(
   const fleet = await fleetStatusAll(shown);
   const last = shown.at(-1);
   return {
-    jobs: shown.map((scheduler, i) => jobOf(scheduler, fleet[i]!, health)),
+    jobs: shown.map((scheduler, i) => jobOf(registry, scheduler, fleet[i]!, health)),
     total: all.length,
     counts,
     matched,
     offset,
     nextCursor: more && last !== undefined ? cursorOf(last.registered) : null,
+    handlers: registry.schedules.handlerNames,
   };
 }
 
@@ -147,11 +158,12 @@ export async function jobDetailOf(
 ): Promise<PeriodicDashboardJobDetail> {
   health.refresh();
   const scheduler = registry.get(name);
-  const job = jobOf(scheduler, await scheduler.fleetStatus(), health);
+  const job = jobOf(registry, scheduler, await registry.fleetStatus(name), health);
   return { ...job, options: optionsOf(scheduler.options) };
 }
 
 function jobOf(
+  registry: PeriodicRegistry,
   scheduler: PeriodicScheduler,
   fleet: PeriodicFleetStatus,
   health: JobHealth,
@@ -177,6 +189,7 @@ function jobOf(
     paused: fleet.paused,
     lastRun: fleet.lastRun,
     health: reason === undefined ? { status: 'up' } : { status: 'down', reason },
+    stored: registry.schedules.storedOf(status.name) ?? null,
   };
 }
 

@@ -323,6 +323,21 @@ export class PeriodicSchedules {
     return this.#jobs.has(name);
   }
 
+  /** @internal A stored schedule's handler and version, as this replica last applied it; undefined for other jobs. */
+  storedOf(
+    name: string,
+  ): { handler: string; version: number; updatedAt: Date; updatedBy: string | null } | undefined {
+    const record = this.#jobs.get(name)?.record;
+    if (record === undefined) return undefined;
+    const { handler, version, updatedAt, updatedBy } = record;
+    return { handler, version, updatedAt: new Date(updatedAt), updatedBy };
+  }
+
+  /** @internal The handlers of this application, by name. */
+  get handlerNames(): string[] {
+    return [...this.#handlers.keys()].sort();
+  }
+
   /**
    * @internal The application has bootstrapped: with a coordinator that stores schedules, this replica joins the
    * fleet with its handlers and reads every stored schedule.

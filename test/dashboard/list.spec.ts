@@ -144,7 +144,7 @@ describe.each(['express', 'fastify'] as const)('on %s: the list of thousands of 
       const name = query.slice(1).split('=')[0]!;
       expect(await refusal(query)).toEqual([
         400,
-        `the list takes only ?state=, ?q=, ?cursor=, ?limit=, got "${name}": remove it`,
+        `the list takes only ?state=, ?q=, ?handler=, ?cursor=, ?limit=, got "${name}": remove it`,
       ]);
     }
     expect(await refusal('?limit=101')).toEqual([400, '?limit= must be 1 to 100 rows, got 101']);

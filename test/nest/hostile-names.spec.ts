@@ -190,6 +190,7 @@ describe("errors: 'message' | 'name', the module option", () => {
       await listOf(app.registry, new JobHealth(app.registry), {
         state: null,
         q: null,
+        handler: null,
         after: null,
         limit: PAGE_ROWS,
       }),

@@ -13,6 +13,8 @@ import {
   PeriodicModule,
 } from '../../lib/index.js';
 import { until, useApps } from './helpers.js';
+import { JobHealth } from '../../lib/nest/health.js';
+import { listOf, PAGE_ROWS } from '../../lib/dashboard/views.js';
 
 const LEASE_MS = 600;
 /**
@@ -346,6 +348,18 @@ describe('stored schedules on the in-memory coordinator', () => {
     expect((await a.registry.schedules.list({ prefix: 'sync:' })).items.map((one) => one.name)).toEqual([
       'sync:t0',
     ]);
+    // The dashboard's list filters the jobs by handler, and says which job is a stored schedule.
+    const byHandler = await listOf(a.registry, new JobHealth(a.registry), {
+      state: null,
+      q: null,
+      handler: 'sync',
+      after: null,
+      limit: PAGE_ROWS,
+    });
+    expect(byHandler.jobs.map((job) => [job.name, job.stored])).toEqual([
+      ['sync:t0', { handler: 'sync', version: 1, updatedAt: expect.any(Date), updatedBy: 'import' }],
+    ]);
+    expect(byHandler).toMatchObject({ total: 7, matched: 1, handlers: ['sync', 'tenant-report'] });
     expect(a.registry.getAll().map((job) => job.name)).toEqual([
       'Reports.cleanup',
       'report:t0',
