@@ -102,8 +102,7 @@ export async function listOf(
     for (const state of states) counts[state]++;
     if (query.state !== null && !states.includes(query.state)) continue;
     if (needle !== null && !scheduler.name.toLowerCase().includes(needle)) continue;
-    if (query.handler !== null && registry.schedules.storedOf(scheduler.name)?.handler !== query.handler)
-      continue;
+    if (query.handler !== null && registry.schedules.handlerOf(scheduler.name) !== query.handler) continue;
     matched++;
     if (scheduler.registered <= after) offset++;
     else if (shown.length < query.limit) shown.push(scheduler);

@@ -5,13 +5,7 @@ import type {
   PeriodicStoredChanges,
   PeriodicStoredRecord,
 } from '../scheduler/coordinator-port.js';
-import {
-  describeValue,
-  messageOf,
-  PeriodicConfigError,
-  PeriodicConflictError,
-  PeriodicStoreError,
-} from '../scheduler/errors.js';
+import { describeValue, PeriodicConfigError, PeriodicConflictError, storeRead } from '../scheduler/errors.js';
 import { keptBy } from '../scheduler/job-history.js';
 import { auditEntry, auditLimit, OPERATION_RULES, type PeriodicAuditEntry } from '../scheduler/operations.js';
 import { historyQuery, type PeriodicRunRecord, runRecord } from '../scheduler/history.js';
@@ -323,6 +317,11 @@ export class PeriodicSchedules {
     return this.#jobs.has(name);
   }
 
+  /** @internal The handler of stored schedule `name`; undefined for other jobs. */
+  handlerOf(name: string): string | undefined {
+    return this.#jobs.get(name)?.record.handler;
+  }
+
   /** @internal A stored schedule's handler and version, as this replica last applied it; undefined for other jobs. */
   storedOf(
     name: string,
@@ -619,15 +618,4 @@ function conflict(
       'and apply the change to what it is now',
     current,
   );
-}
-
-/** A read of the store for `history()` or `audit()`: a store that does not answer is a `PeriodicStoreError`. */
-function storeRead<T>(name: string, what: 'history' | 'audit', read: Promise<T>): Promise<T> {
-  return read.catch((error: unknown) => {
-    throw new PeriodicStoreError(
-      `${what}() of job "${name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
-        'Try again once the store answers.',
-      { cause: error },
-    );
-  });
 }

@@ -50,6 +50,20 @@ export class PeriodicConflictError extends Error {
   }
 }
 
+/**
+ * A read of the coordinator's store that a caller waits for (`history()`, `audit()` of job `name`): one the store
+ * did not answer rejects with a {@link PeriodicStoreError} that says so.
+ */
+export function storeRead<T>(name: string, what: 'history' | 'audit', read: Promise<T>): Promise<T> {
+  return read.catch((error: unknown) => {
+    throw new PeriodicStoreError(
+      `${what}() of job "${name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
+        'Try again once the store answers.',
+      { cause: error },
+    );
+  });
+}
+
 /** `syncTick` gave up waiting for its run; the run itself goes on. */
 export class PeriodicTimeoutError extends Error {
   override readonly name = 'PeriodicTimeoutError';

@@ -3,7 +3,7 @@
 // in this process's memory otherwise; read back by `history()`; and, when this replica takes the job's lease, the
 // runs that a replica which died left in flight, closed so that none reads as running for ever.
 import type { PeriodicRunEntry } from './coordinator-port.js';
-import { messageOf, PeriodicStoreError } from './errors.js';
+import { storeRead } from './errors.js';
 import type { JobExitReason } from './events.js';
 import {
   errorOf,
@@ -185,13 +185,7 @@ export class JobHistory {
     if (fleet === undefined) return (this.#local?.read(limit, before) ?? []).map(runRecord);
     // This replica's own records are sent first: what it ran is in what it reads.
     await fleet.records.flush();
-    const entries = await fleet.calls.readHistory(name, limit, before, this.kept).catch((error: unknown) => {
-      throw new PeriodicStoreError(
-        `history() of job "${name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
-          'Try again once the store answers.',
-        { cause: error },
-      );
-    });
+    const entries = await storeRead(name, 'history', fleet.calls.readHistory(name, limit, before, this.kept));
     return entries.map(runRecord);
   }
 

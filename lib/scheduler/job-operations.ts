@@ -4,7 +4,7 @@
 // them. What a pause does to the job's ticks and retries is its scheduler's: it is told (`OperatedJob`).
 import type { PeriodicOperation } from './coordinator-port.js';
 import { now } from './deadline-timer.js';
-import { messageOf, PeriodicStoreError } from './errors.js';
+import { storeRead } from './errors.js';
 import { auditEntry, auditLimit, LocalAudit, notRecorded, type PeriodicAuditEntry } from './operations.js';
 import type { StoreCalls } from './store-calls.js';
 
@@ -159,13 +159,7 @@ export class JobOperations {
     const store = this.store;
     const entries =
       store !== undefined
-        ? await store.readAudit(name, limit).catch((error: unknown) => {
-            throw new PeriodicStoreError(
-              `audit() of job "${name}" failed: the coordinator's store did not answer (${messageOf(error)}). ` +
-                'Try again once the store answers.',
-              { cause: error },
-            );
-          })
+        ? await storeRead(name, 'audit', store.readAudit(name, limit))
         : (this.#audit?.latest(limit) ?? []);
     return entries.map((entry) => auditEntry(name, entry));
   }
