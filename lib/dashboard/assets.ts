@@ -38,6 +38,18 @@ button { font: inherit; padding: .35rem .75rem; border: 1px solid var(--line); b
 button:hover { border-color: var(--focus); }
 button[aria-disabled="true"] { opacity: .6; cursor: progress; }
 section.actions { margin: 1rem 0; max-width: 24rem; }
+section.editor form { max-width: 36rem; }
+section.editor fieldset { border: 0; margin: 0 0 .5rem; padding: 0; display: flex; flex-wrap: wrap; gap: .5rem 1rem; }
+section.editor fieldset[hidden] { display: none; }
+section.editor legend { font-weight: 600; padding: 0; margin-bottom: .25rem; }
+section.editor label { display: flex; flex-direction: column; font-size: .9em; gap: .15rem; }
+section.editor fieldset.kind label { flex-direction: row; align-items: center; gap: .35rem; font-size: 1em; }
+section.editor input[type="text"], section.editor input[type="number"], section.editor select { font: inherit;
+  padding: .35rem .45rem; border: 1px solid var(--line); border-radius: .35rem; background: var(--bg); color: var(--fg);
+  min-width: 8rem; }
+section.editor input[name="cron"] { min-width: 14rem; }
+small.handler { display: block; }
+button[data-edit="remove"] { color: var(--down); }
 dl.summary, dl.options { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 1rem 0; }
 dt { font-weight: 600; }
 dd { margin: 0; overflow-wrap: anywhere; }
@@ -208,6 +220,21 @@ const SCRIPT = `'use strict';
     jobNotStarted: 'its guard said no, or a run is still going and onOverlap is ignore',
   };
 
+  // A POST of the API with a JSON body: the answer's status and its JSON (an empty object when it has none).
+  function post(name, action, body) {
+    return fetch(api + '/jobs/' + encodeURIComponent(name) + '/' + action, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      credentials: 'same-origin',
+      body: JSON.stringify(body),
+    }).then(function (response) {
+      return response.json().then(
+        function (answer) { return { response: response, answer: answer }; },
+        function () { return { response: response, answer: {} }; }
+      );
+    });
+  }
+
   function act(button) {
     // Busy, not disabled: a disabled button would lose the keyboard's focus.
     if (button.getAttribute('aria-disabled') === 'true') return;
@@ -218,18 +245,7 @@ const SCRIPT = `'use strict';
     var note = noteField ? noteField.value.trim() : '';
     button.setAttribute('aria-disabled', 'true');
     say(action[0].toUpperCase() + action.slice(1) + ' ' + name + '…');
-    fetch(api + '/jobs/' + encodeURIComponent(name) + '/' + action, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      credentials: 'same-origin',
-      body: JSON.stringify(note === '' ? {} : { note: note }),
-    })
-      .then(function (response) {
-        return response.json().then(
-          function (answer) { return { response: response, answer: answer }; },
-          function () { return { response: response, answer: {} }; }
-        );
-      })
+    post(name, action, note === '' ? {} : { note: note })
       .then(function (got) {
         var answer = got.answer;
         if (got.response.status === 409) {
@@ -252,12 +268,78 @@ const SCRIPT = `'use strict';
       });
   }
 
+  // A stored schedule's editor: a new timing, or its removal, sent with the version the page was read at.
+  var UNIT = { ms: 1, s: 1000, min: 60000, h: 3600000 };
+  var gone = false;
+  function edit(scope, action, button) {
+    if (button.getAttribute('aria-disabled') === 'true') return;
+    var name = scope.getAttribute('data-job');
+    var form = scope.querySelector('form');
+    var body = { ifVersion: Number(scope.getAttribute('data-version')) };
+    if (action === 'schedule') {
+      if (form.elements.kind.value === 'every') {
+        body.every = Number(form.elements.every.value) * UNIT[form.elements.unit.value];
+      } else {
+        body.cron = form.elements.cron.value.trim();
+        if (form.elements.timezone.value.trim() !== '') body.timezone = form.elements.timezone.value.trim();
+      }
+    } else if (!window.confirm('Remove the schedule ' + name + ' for the whole fleet? Its runs stop; its history stays readable.')) {
+      return;
+    }
+    button.setAttribute('aria-disabled', 'true');
+    say((action === 'remove' ? 'Removing ' : 'Saving ') + name + '…');
+    post(name, action, body)
+      .then(function (got) {
+        var answer = got.answer;
+        if (!got.response.ok) {
+          var why = got.response.status === 503 ? 'the store does not answer; try again once it does' : answer.message || got.response.status;
+          say(name + ': not ' + (action === 'remove' ? 'removed' : 'saved') + ': ' + why, true);
+        } else if (action === 'remove') {
+          gone = true;
+          var main = document.querySelector('main');
+          var done = document.createElement('p');
+          var back = document.createElement('a');
+          back.href = api.slice(0, -4) || '.';
+          back.textContent = 'All jobs';
+          done.textContent = 'The schedule ' + name + ' is removed for the whole fleet. ';
+          done.appendChild(back);
+          main.replaceChildren(done);
+          say('Removed ' + name);
+        } else {
+          scope.setAttribute('data-version', String(answer.version));
+          scope.querySelector('[data-version-text]').textContent = String(answer.version);
+          say('Saved ' + name + ', version ' + answer.version);
+        }
+      })
+      .catch(function (error) { say(name + ': ' + action + ' failed (' + error.message + ')', true); })
+      .then(function () {
+        button.removeAttribute('aria-disabled');
+        if (!gone) return refresh();
+      });
+  }
+  document.addEventListener('submit', function (event) {
+    var form = event.target.closest('form[data-edit]');
+    if (!form) return;
+    event.preventDefault();
+    edit(form.closest('[data-job]'), 'schedule', form.querySelector('button[type="submit"]'));
+  });
+  document.addEventListener('change', function (event) {
+    if (event.target.name !== 'kind' || !event.target.closest('form[data-edit]')) return;
+    event.target.form.querySelectorAll('fieldset[data-kind]').forEach(function (fields) {
+      var shown = fields.getAttribute('data-kind') === event.target.value;
+      fields.hidden = !shown;
+      fields.disabled = !shown;
+    });
+  });
+
   document.addEventListener('click', function (event) {
     var button = event.target.closest && event.target.closest('button[data-action]');
     if (button) act(button);
+    var remove = event.target.closest && event.target.closest('button[data-edit="remove"]');
+    if (remove) edit(remove.closest('[data-job]'), 'remove', remove);
   });
   setInterval(function () {
-    if (document.visibilityState === 'visible') refresh();
+    if (document.visibilityState === 'visible' && !gone) refresh();
   }, EVERY);
 })();
 `;

@@ -20,10 +20,12 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { JobHealth } from '../nest/health.js';
+import type { PeriodicScheduleDefinition } from '../scheduler/stored-schedules.js';
 import { PeriodicRegistry } from '../nest/registry.js';
 import {
   describeValue,
   PeriodicConfigError,
+  PeriodicConflictError,
   PeriodicNotFoundError,
   PeriodicStoreError,
 } from '../scheduler/errors.js';
@@ -45,6 +47,9 @@ import {
 
 const HTML = 'text/html; charset=utf-8';
 const ACTIONS = ['trigger', 'pause', 'resume'] as const;
+/** What an operator may change of a stored schedule (docs/schedules.md): its timing, or whether it is there. */
+const EDITS = ['schedule', 'remove'] as const;
+type Edit = (typeof EDITS)[number];
 const RECORDS = ['history', 'audit'] as const;
 
 /** The response, as Express and Fastify both give it: a status and headers. */
@@ -194,7 +199,7 @@ export class DashboardController {
     return { store: storeOf(this.registry), [record === 'history' ? 'runs' : 'entries']: shown ?? null };
   }
 
-  /** `POST api/jobs/:name/trigger | pause | resume`. */
+  /** `POST api/jobs/:name/trigger | pause | resume`, and of a stored schedule `schedule | remove`. */
   @Post(WILDCARD_ROUTES.act)
   @HttpCode(200)
   async act(
@@ -207,8 +212,10 @@ export class DashboardController {
       this.#nothingHere(request);
     }
     const access = await this.#allowed(request, response, API);
-    if (!(ACTIONS as readonly string[]).includes(action)) {
-      throw new NotFoundException(`no action "${action}": the actions are ${ACTIONS.join(', ')}`);
+    if (![...ACTIONS, ...EDITS].includes(action as Edit)) {
+      throw new NotFoundException(
+        `no action "${action}": the actions are ${ACTIONS.join(', ')}, and of a stored schedule ${EDITS.join(', ')}`,
+      );
     }
     if (access !== 'operate') throw new ForbiddenException('read-only access: actions are refused');
     // A cross-site form can only send form or text bodies: JSON is proof enough that the page's script sent it.
@@ -222,7 +229,8 @@ export class DashboardController {
     if (foreign !== undefined) {
       throw new ForbiddenException(`only the dashboard's own origin may act, and ${foreign}`);
     }
-    const note = noteOf(body);
+    const edit = (EDITS as readonly string[]).includes(action) ? editOf(action as Edit, body) : undefined;
+    const note = edit === undefined ? noteOf(body) : {};
     const name = this.#known(decoded(encoded));
     const spent = this.#budget.take(name);
     if (spent !== undefined) {
@@ -243,6 +251,7 @@ export class DashboardController {
       );
     }
     const by = actor === null || actor === undefined || actor === '' ? {} : { by: actor };
+    if (edit !== undefined) return this.#edit(name, action as Edit, edit, by);
     type Outcome = { ok: true } | { ok: false; error: string; message?: string };
     const result: Outcome = await answered<Outcome>(
       action === 'trigger'
@@ -250,23 +259,9 @@ export class DashboardController {
         : this.registry[action as 'pause' | 'resume'](name, { ...by, ...note }).then(
             () => ({ ok: true }) as const,
           ),
-    ).catch((error: unknown) => {
-      if (!(error instanceof PeriodicStoreError)) throw error;
-      return { ok: false, error: 'storeUnreachable', message: error.message };
-    });
+    ).catch((error: unknown) => storeDown(action, name, error));
     if (result.ok) return result;
-    if (result.error === 'storeUnreachable') {
-      throw new HttpException(
-        {
-          ok: false,
-          error: 'storeUnreachable',
-          message:
-            result.message ??
-            `${action} of job ${describeValue(name)} failed: the coordinator's store did not answer. Try again once it answers.`,
-        },
-        HttpStatus.SERVICE_UNAVAILABLE,
-      );
-    }
+    if (result.error === 'storeUnreachable') storeDown(action, name);
     throw new HttpException(
       {
         ok: false,
@@ -275,6 +270,55 @@ export class DashboardController {
       },
       HttpStatus.CONFLICT,
     );
+  }
+
+  /**
+   * A change of a stored schedule's timing, or its removal, refused when the schedule changed since the page
+   * that asks was read: 409 `{ ok: false, error: 'conflict', currentVersion, message }`.
+   */
+  async #edit(
+    name: string,
+    action: Edit,
+    edit: ScheduleEdit,
+    by: { by?: string },
+  ): Promise<{ ok: true; version: number | null }> {
+    const { schedules } = this.registry;
+    if (!schedules.has(name)) {
+      throw new BadRequestException(
+        `job ${describeValue(name)} is not a stored schedule: its timing is set in the application's code, ` +
+          'and only the schedules of registry.schedules can be changed or removed here',
+      );
+    }
+    const change = { ...by, ifVersion: edit.ifVersion };
+    try {
+      if (action === 'remove') {
+        if (!(await schedules.remove(name, change))) throw new PeriodicConflictError('removed since', null);
+        return { ok: true, version: null };
+      }
+      const current = await schedules.get(name);
+      if (current === null) throw new PeriodicConflictError('removed since', null);
+      // The definition as stored (read back, it can be written as it is), with the new timing for the old one.
+      const kept: PeriodicScheduleDefinition = { ...current };
+      for (const timing of ['every', 'cron', 'timezone'] as const) delete kept[timing];
+      const saved = await answered(schedules.upsert({ ...kept, ...edit.timing }, change));
+      return { ok: true, version: saved.version };
+    } catch (error) {
+      if (!(error instanceof PeriodicConflictError)) return storeDown(action, name, error);
+      const now = error.currentVersion;
+      throw new HttpException(
+        {
+          ok: false,
+          error: 'conflict',
+          currentVersion: now,
+          message:
+            `${action === 'remove' ? 'removal' : 'change'} of schedule ${describeValue(name)} refused: ` +
+            (now === null
+              ? 'it was removed since the page was read'
+              : `it was changed since the page was read (version ${edit.ifVersion}, now ${now}). Read it again, then edit it.`),
+        },
+        HttpStatus.CONFLICT,
+      );
+    }
   }
 
   /**
@@ -417,6 +461,24 @@ async function answered<T>(call: Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * A store that did not answer an action (`error`, a PeriodicStoreError, or the action's own answer when none):
+ * 503 with `{ ok: false, error: 'storeUnreachable', message }`. Any other error is thrown as it is.
+ */
+function storeDown(action: string, name: string, error?: unknown): never {
+  if (error !== undefined && !(error instanceof PeriodicStoreError)) throw error;
+  throw new HttpException(
+    {
+      ok: false,
+      error: 'storeUnreachable',
+      message:
+        error?.message ??
+        `${action} of job ${describeValue(name)} failed: the coordinator's store did not answer. Try again once it answers.`,
+    },
+    HttpStatus.SERVICE_UNAVAILABLE,
+  );
+}
+
 /** The longest `?q=`: a job's name has at most 200 characters. */
 const LONGEST_SEARCH = 200;
 
@@ -496,6 +558,57 @@ function date(key: string, text: string): Date {
     );
   }
   return parsed;
+}
+
+/** A change of a stored schedule as the page sends it: the version it was read at, and for `schedule` its timing. */
+interface ScheduleEdit {
+  ifVersion: number;
+  /** Of `schedule` only. */
+  timing?: { every: number } | { cron: string; timezone?: string };
+}
+
+/**
+ * The body of an edit: `remove` `{ "ifVersion": 3 }`; `schedule` `{ "ifVersion": 3, "every": 60000 }` or
+ * `{ "ifVersion": 3, "cron": "0 8 * * 1-5", "timezone"?: "Europe/Paris" }`. The values themselves are checked
+ * by `registry.schedules.upsert`, as any schedule's.
+ */
+function editOf(action: Edit, body: unknown): ScheduleEdit {
+  const example =
+    action === 'remove'
+      ? '{"ifVersion":3}'
+      : '{"ifVersion":3,"cron":"0 8 * * 1-5","timezone":"Europe/Paris"}';
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new BadRequestException(
+      `the body must be a JSON object such as ${example}, got ${describeValue(body)}`,
+    );
+  }
+  const fields = action === 'remove' ? ['ifVersion'] : ['ifVersion', 'every', 'cron', 'timezone'];
+  const unknown = Object.keys(body).find((key) => !fields.includes(key));
+  if (unknown !== undefined) {
+    throw new BadRequestException(
+      `unknown field ${describeValue(unknown)} in the body of ${action}: it may hold only ${fields.join(', ')}`,
+    );
+  }
+  const { ifVersion, every, cron, timezone } = body as Record<string, unknown>;
+  if (!Number.isSafeInteger(ifVersion) || (ifVersion as number) < 1) {
+    throw new BadRequestException(
+      `"ifVersion" must be the schedule's version as the page read it, an integer ≥ 1, got ${describeValue(ifVersion)}: ${example}`,
+    );
+  }
+  if (action === 'remove') return { ifVersion: ifVersion as number };
+  if ((every === undefined) === (cron === undefined)) {
+    throw new BadRequestException(
+      `the body of schedule must give "every" or "cron", not both nor neither: ${example}`,
+    );
+  }
+  if (every !== undefined) {
+    if (timezone !== undefined) {
+      throw new BadRequestException('"timezone" goes with "cron" only: leave it out with "every"');
+    }
+    return { ifVersion: ifVersion as number, timing: { every: every as number } };
+  }
+  const zone = timezone === undefined || timezone === '' ? {} : { timezone: timezone as string };
+  return { ifVersion: ifVersion as number, timing: { cron: cron as string, ...zone } };
 }
 
 /** The note of an action, for the audit trail, from the JSON body: `{}` or `{ "note": "…" }`. */

@@ -84,6 +84,7 @@ export function jobPage(
   ${intro(page, job.exclusive ? 'exclusive: one replica runs it at a time; this page shows and operates the fleet’s job' : 'not exclusive: every process runs it; this page shows and operates this process’s')}
   <dl class="summary" data-live="summary">${summary(job, page)}</dl>
   ${page.access === 'operate' ? actions(job) : ''}
+  ${page.access === 'operate' && job.stored !== null ? scheduleEditor(job, job.stored) : ''}
   <section aria-labelledby="runs-title">
     <h2 id="runs-title">Runs</h2>
     <div data-live="runs">${
@@ -100,7 +101,7 @@ export function jobPage(
   </section>
   <section aria-labelledby="options-title">
     <h2 id="options-title">Options</h2>
-    <dl class="options">${Object.entries(job.options)
+    <dl class="options" data-live="options">${Object.entries(job.options)
       .map(([key, value]) => `<dt>${esc(key)}</dt><dd>${esc(optionText(key, value))}</dd>`)
       .join('')}</dl>
   </section>
@@ -272,7 +273,13 @@ function jobRow(job: PeriodicDashboardJob, page: PageContext): string {
   const { status, fleetStatus } = job;
   const href = esc(`${page.root}/jobs/${encodeURIComponent(job.name)}`);
   const cells = [
-    ['Schedule', schedule(job, page)],
+    [
+      'Schedule',
+      schedule(job, page) +
+        (job.stored === null
+          ? ''
+          : `<small class="handler">handler ${breakable(job.stored.handler)}</small>`),
+    ],
     ['State', state(job, page)],
     ['Holder', holder(job, false)],
     ['Next tick', nextTick(job, page, false)],
@@ -334,10 +341,71 @@ function summary(job: PeriodicDashboardJob, page: PageContext): string {
     ['Health', health(job)],
     ['Runs in this process', counts(job)],
   ];
+  if (job.stored !== null) items.unshift(['Stored schedule', storedSummary(job, job.stored, page)]);
   if (fleetStatus !== null && !fleetStatus.store.reachable) {
     items.push(['Store', `<span class="down">not reached</span> ${esc(fleetStatus.store.lastError ?? '')}`]);
   }
   return items.map(([term, html]) => `<dt>${term}</dt><dd>${html}</dd>`).join('');
+}
+
+/** A stored schedule's handler, version and last change, and the replicas that lack its handler, if all do. */
+function storedSummary(
+  job: PeriodicDashboardJob,
+  stored: NonNullable<PeriodicDashboardJob['stored']>,
+  page: PageContext,
+): string {
+  const by = stored.updatedBy === null ? '' : ` by ${breakable(stored.updatedBy)}`;
+  const missing = job.fleetStatus?.handlerMissing;
+  const lacking =
+    missing === undefined
+      ? ''
+      : `<br><span class="down">no live replica has the handler</span> <small>(${missing.map(esc).join(', ')})</small>`;
+  return `handler <code>${breakable(stored.handler)}</code>, version ${stored.version}, changed${by} ${time(stored.updatedAt.getTime(), page.now, true)}${lacking}`;
+}
+
+/** The units the editor offers for `every`, largest first: a value is shown in the largest that divides it. */
+const UNITS: [string, number][] = [
+  ['h', 3_600_000],
+  ['min', 60_000],
+  ['s', 1_000],
+  ['ms', 1],
+];
+
+/**
+ * The form that changes a stored schedule's timing, and the button that removes it: each sends the version the
+ * page was read at, and the dashboard refuses a change made on an older one (409).
+ */
+function scheduleEditor(
+  job: PeriodicDashboardJobDetail,
+  stored: NonNullable<PeriodicDashboardJob['stored']>,
+): string {
+  const { every, cron, timezone } = job.options;
+  const byCron = typeof cron === 'string';
+  const ms = typeof every === 'number' ? every : 60_000;
+  const [unit, size] = UNITS.find(([, size]) => ms % size === 0)!;
+  const units = UNITS.map(
+    ([name]) => `<option value="${name}"${name === unit ? ' selected' : ''}>${name}</option>`,
+  ).join('');
+  const checked = (kind: boolean) => (kind ? ' checked' : '');
+  return `<section class="editor needs-script" aria-labelledby="editor-title" data-job="${esc(job.name)}" data-version="${stored.version}">
+<h2 id="editor-title">Change the schedule</h2>
+<form data-edit="schedule">
+<fieldset class="kind"><legend>Timing</legend>
+<label><input type="radio" name="kind" value="every"${checked(!byCron)}> Every</label>
+<label><input type="radio" name="kind" value="cron"${checked(byCron)}> Cron</label>
+</fieldset>
+<fieldset class="fields" data-kind="every"${byCron ? ' hidden disabled' : ''}><legend class="hidden">Every</legend>
+<label>Interval <input type="number" name="every" min="1" step="1" required value="${ms / size}"></label>
+<label>Unit <select name="unit">${units}</select></label>
+</fieldset>
+<fieldset class="fields" data-kind="cron"${byCron ? '' : ' hidden disabled'}><legend class="hidden">Cron</legend>
+<label>Cron expression <input type="text" name="cron" required spellcheck="false" value="${esc(byCron ? cron : '')}" placeholder="0 8 * * 1-5"></label>
+<label>Time zone <input type="text" name="timezone" spellcheck="false" value="${esc(typeof timezone === 'string' ? timezone : '')}" placeholder="UTC"></label>
+</fieldset>
+<p class="buttons-row"><button type="submit">Save schedule</button> <button type="button" data-edit="remove">Remove schedule</button></p>
+<p><small>Saved only if nobody changed the schedule since this page was read, at version <span data-version-text>${stored.version}</span>.</small></p>
+</form>
+</section>`;
 }
 
 function schedule(job: PeriodicDashboardJob, page: PageContext): string {

@@ -131,6 +131,106 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     ]);
   });
 
+  it('POST schedule and remove edit a stored schedule at the version the page read; a stale one is 409', async () => {
+    const { schedules } = served.registry;
+    const name = `report:${platform}`;
+    await schedules.upsert(
+      {
+        name,
+        handler: 'tenant-report',
+        cron: '0 8 * * 1-5',
+        timezone: 'Europe/Paris',
+        jitter: 500,
+        data: { tenantId: 'acme' },
+      },
+      { by: 'signup' },
+    );
+    const path = `/api/jobs/${encodeURIComponent(name)}`;
+    const changed = await post(
+      `${path}/schedule`,
+      { ifVersion: 1, every: 60_000 },
+      { 'x-user': 'ops@example.com' },
+    );
+    expect([changed.status, await changed.json()]).toEqual([200, { ok: true, version: 2 }]);
+    // The timing replaced, every other option and the data kept.
+    const saved = await schedules.get(name);
+    expect(saved).toMatchObject({
+      every: 60_000,
+      jitter: 500,
+      data: { tenantId: 'acme' },
+      version: 2,
+      updatedBy: 'ops@example.com',
+    });
+    expect(saved).not.toHaveProperty('cron');
+    const job = await read<Answer>(await call(path));
+    expect(job).toMatchObject({
+      stored: { handler: 'tenant-report', version: 2, updatedBy: 'ops@example.com' },
+    });
+
+    // An edit read at version 1 is stale: 409 with the version now, and nothing changed.
+    const stale = await post(`${path}/schedule`, { ifVersion: 1, cron: '0 9 * * *', timezone: 'UTC' });
+    expect([stale.status, await stale.json()]).toEqual([
+      409,
+      {
+        ok: false,
+        error: 'conflict',
+        currentVersion: 2,
+        message: `change of schedule "${name}" refused: it was changed since the page was read (version 1, now 2). Read it again, then edit it.`,
+      },
+    ]);
+    expect((await post(`${path}/remove`, { ifVersion: 1 })).status).toBe(409);
+    expect((await schedules.get(name))?.version).toBe(2);
+
+    // A body it cannot take, or a timing the schedule cannot take: 400, with why.
+    for (const body of [
+      {},
+      { every: 1000 },
+      { ifVersion: 2 },
+      { ifVersion: 2, every: 1000, cron: '* * * * *' },
+      { ifVersion: 2, every: 1000, timezone: 'UTC' },
+      { ifVersion: 2, every: 1000, note: 'x' },
+      { ifVersion: '2', every: 1000 },
+    ]) {
+      expect((await post(`${path}/schedule`, body)).status).toBe(400);
+    }
+    const bad = await post(`${path}/schedule`, { ifVersion: 2, every: -5 });
+    expect([bad.status, (await read<Answer>(bad)).message]).toEqual([
+      400,
+      expect.stringMatching(/"every".*-5/),
+    ]);
+    const badZone = await post(`${path}/schedule`, {
+      ifVersion: 2,
+      cron: '0 8 * * *',
+      timezone: 'Mars/Olympus',
+    });
+    expect([badZone.status, (await read<Answer>(badZone)).message]).toEqual([
+      400,
+      expect.stringMatching(/Mars\/Olympus/),
+    ]);
+    // A decorated job's timing is in the code.
+    const decorated = await post('/api/jobs/Cleanup.purge/schedule', { ifVersion: 1, every: 5000 });
+    expect([decorated.status, (await read<Answer>(decorated)).message]).toEqual([
+      400,
+      expect.stringContaining('"Cleanup.purge" is not a stored schedule'),
+    ]);
+    // A reader may not; another site may not.
+    expect((await post(`${path}/remove`, { ifVersion: 2 }, { 'x-role': 'read' })).status).toBe(403);
+    expect((await post(`${path}/remove`, { ifVersion: 2 }, { origin: 'https://evil.example' })).status).toBe(
+      403,
+    );
+    expect((await schedules.get(name))?.version).toBe(2);
+
+    const removed = await post(`${path}/remove`, { ifVersion: 2 }, { 'x-user': 'ops@example.com' });
+    expect([removed.status, await removed.json()]).toEqual([200, { ok: true, version: null }]);
+    expect(await schedules.get(name)).toBeNull();
+    expect((await post(`${path}/remove`, { ifVersion: 2 })).status).toBe(404);
+    expect((await served.registry.audit(name)).map(({ action, by }) => [action, by])).toEqual([
+      ['remove', 'ops@example.com'],
+      ['update', 'ops@example.com'],
+      ['create', 'signup'],
+    ]);
+  });
+
   it('refuses what a cross-site form could send (415), another site (403), and bad bodies (400)', async () => {
     const form = await call('/api/jobs/Reports.nightly/pause', {
       method: 'POST',

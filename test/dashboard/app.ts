@@ -7,7 +7,9 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import {
   InMemoryCoordinator,
   Periodic,
+  type PeriodicContext,
   type PeriodicCoordinator,
+  PeriodicHandler,
   PeriodicModule,
   PeriodicRegistry,
 } from 'nestjs-periodic';
@@ -39,6 +41,13 @@ class Jobs {
 
   @Periodic({ every: 2000, delayMode: 'shifted', name: 'Search.reindex', mode: 'manual' })
   reindex(): void {}
+
+  /** What each tenant's stored schedule (registry.schedules) runs; the tests add the schedules they need. */
+  readonly reported: string[] = [];
+  @PeriodicHandler('tenant-report')
+  report(ctx: PeriodicContext<{ tenantId: string }>): void {
+    this.reported.push(ctx.data.tenantId);
+  }
 }
 
 export interface DashboardApp {

@@ -155,6 +155,111 @@ describe('the dashboard in Chromium', () => {
     expect(problems).toEqual([]);
   }, 60_000);
 
+  it('edits a stored schedule from its page: a new timing saved, a stale edit refused, the schedule removed', async () => {
+    const { schedules } = served.registry;
+    await schedules.upsertMany(
+      [
+        {
+          name: 'report:acme',
+          handler: 'tenant-report',
+          cron: '0 8 * * 1-5',
+          timezone: 'Europe/Paris',
+          data: { tenantId: 'acme' },
+        },
+        { name: 'report:globex', handler: 'tenant-report', every: 3_600_000, data: { tenantId: 'globex' } },
+      ],
+      { by: 'signup' },
+    );
+    const { context, page } = await open({ headers: { 'x-user': 'alice@example.com' } });
+    page.on('dialog', (dialog) => void dialog.accept());
+    // The list names each stored schedule's handler, and filters by it.
+    await page.goto(served.url);
+    await page.getByLabel('Handler').selectOption('tenant-report');
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await expect(page.locator('tr[data-job]').count()).resolves.toBe(2);
+    await expect(
+      row(page, 'report:acme').locator('[data-label="Schedule"]').textContent(),
+    ).resolves.toContain('handler tenant-report');
+    await page.screenshot({ path: join(shots, 'dashboard-schedules-desktop.png'), fullPage: true });
+
+    // Its page: the handler and version, and the editor filled with its timing.
+    await page.getByRole('link', { name: 'report:acme', exact: true }).click();
+    await page.getByRole('heading', { name: 'Change the schedule' }).waitFor();
+    await expect(page.locator('dl.summary').textContent()).resolves.toMatch(
+      /handler tenant-report, version 1, changed by signup/,
+    );
+    await expect(page.getByLabel('Cron expression').inputValue()).resolves.toBe('0 8 * * 1-5');
+    await expect(page.getByLabel('Time zone').inputValue()).resolves.toBe('Europe/Paris');
+    await expect(page.getByLabel('Interval').isVisible()).resolves.toBe(false);
+
+    // A timing the schedule cannot take: refused with the option and the value, nothing stored.
+    await page.getByLabel('Cron expression').fill('0 25 * * *');
+    await page.getByRole('button', { name: 'Save schedule' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /report:acme: not saved: .*"cron"/ })
+      .waitFor();
+    expect((await schedules.get('report:acme'))?.version).toBe(1);
+
+    // A new timing: every 15 minutes. The store has it as version 2, by alice, with the data kept.
+    await page.getByRole('radio', { name: 'Every' }).check();
+    await page.getByLabel('Interval').fill('15');
+    await page.getByLabel('Unit').selectOption('min');
+    await page.getByRole('button', { name: 'Save schedule' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved report:acme, version 2' }).waitFor();
+    const saved = await schedules.get('report:acme');
+    expect(saved).toMatchObject({
+      every: 900_000,
+      version: 2,
+      updatedBy: 'alice@example.com',
+      data: { tenantId: 'acme' },
+    });
+    expect(saved).not.toHaveProperty('cron');
+    expect(saved).not.toHaveProperty('timezone');
+    await page.locator('dl.summary').filter({ hasText: 'every 15 min' }).waitFor();
+    await page.screenshot({ path: join(shots, 'dashboard-schedule-desktop.png'), fullPage: true });
+
+    // Someone else changes it meanwhile: this page's edit, made on version 2, is refused and says why.
+    await schedules.upsert({ ...saved!, every: 600_000 }, { by: 'bob' });
+    await page.getByLabel('Interval').fill('20');
+    await page.getByRole('button', { name: 'Save schedule' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'it was changed since the page was read (version 2, now 3)' })
+      .waitFor();
+    expect(await schedules.get('report:acme')).toMatchObject({
+      every: 600_000,
+      version: 3,
+      updatedBy: 'bob',
+    });
+    // So is its removal.
+    await page.getByRole('button', { name: 'Remove schedule' }).click();
+    await page.getByRole('status').filter({ hasText: 'report:acme: not removed' }).waitFor();
+    expect(served.registry.has('report:acme')).toBe(true);
+
+    // Read again, it removes: the page says so and leads back to the list; the audit trail has every change.
+    await page.reload();
+    await page.getByRole('button', { name: 'Remove schedule' }).click();
+    await page.getByRole('status').filter({ hasText: 'Removed report:acme' }).waitFor();
+    await expect(page.getByRole('link', { name: 'All jobs' }).count()).resolves.toBeGreaterThan(0);
+    expect(await schedules.get('report:acme')).toBeNull();
+    expect(served.registry.has('report:acme')).toBe(false);
+    expect((await served.registry.audit('report:acme')).map(({ action, by }) => [action, by])).toEqual([
+      ['remove', 'alice@example.com'],
+      ['update', 'bob'],
+      ['update', 'alice@example.com'],
+      ['create', 'signup'],
+    ]);
+    await context.close();
+    await schedules.remove('report:globex');
+    // The browser reports the refused edits (400, and 409 twice), and nothing else.
+    expect(problems.splice(0)).toEqual([
+      expect.stringMatching(/status of 400 \(Bad Request\)/),
+      expect.stringMatching(/status of 409 \(Conflict\)/),
+      expect.stringMatching(/status of 409 \(Conflict\)/),
+    ]);
+  }, 60_000);
+
   it('fits a 375 px phone: each job a card, its buttons within reach', async () => {
     const { context, page } = await open({ width: 375 });
     await page.goto(served.url);
