@@ -8,6 +8,10 @@
 // "acquired <token>", "lost" and "missed <count>" as the lease comes and goes and slots are dropped; when closed, it
 // records ["closed", replica, time] once its lease is released. Its connection is closed by the docs/replicas.md
 // recipe, which cannot hang on a store that does not answer.
+// Stored schedules (docs/schedules.md): HANDLERS names the @PeriodicHandler()s it has, of 'tenant-report' (which
+// records its runs as above, with the schedule's name and ctx.data after them) and 'sync' (which does nothing),
+// none by default. WRITE, a JSON array of definitions, makes it a writer: it upserts them by 'writer', prints
+// "written" and closes.
 import { writeSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
@@ -19,7 +23,9 @@ import {
   type PeriodicContext,
   type PeriodicCoordinator,
   PeriodicEvents,
+  PeriodicHandler,
   PeriodicModule,
+  PeriodicRegistry,
   PostgresCoordinator,
   RedisCoordinator,
 } from '../../lib/index.js';
@@ -87,9 +93,39 @@ class Reports implements OnApplicationShutdown {
   }
 }
 
+@Injectable()
+class TenantReports {
+  @PeriodicHandler('tenant-report')
+  async report({ fencingToken, signal, scheduledDate, data, name }: PeriodicContext): Promise<void> {
+    const [start, wallStart] = [clock(), Date.now()];
+    await sleep(RUN_MS, undefined, { signal }).catch(() => undefined);
+    await store.record('runs', [
+      REPLICA,
+      fencingToken,
+      start,
+      clock(),
+      scheduledDate.getTime(),
+      wallStart,
+      name,
+      data,
+    ]);
+  }
+}
+
+@Injectable()
+class Syncs {
+  @PeriodicHandler('sync')
+  sync(): void {}
+}
+
+const handlers = (process.env.HANDLERS ?? '').split(',');
 @Module({
   imports: [PeriodicModule.forRoot({ coordinator: store.coordinator, logger: false })],
-  providers: [Reports],
+  providers: [
+    Reports,
+    ...(handlers.includes('tenant-report') ? [TenantReports] : []),
+    ...(handlers.includes('sync') ? [Syncs] : []),
+  ],
 })
 class AppModule {}
 
@@ -100,3 +136,8 @@ events.on('leaseAcquired', ({ fencingToken }) => say(`acquired ${fencingToken}`)
 events.on('leaseLost', ({ reason }) => say(`lost: ${reason}`));
 events.on('missed', ({ count }) => say(`missed ${count}`));
 say('ready');
+if (process.env.WRITE !== undefined) {
+  await app.get(PeriodicRegistry).schedules.upsertMany(JSON.parse(process.env.WRITE), { by: 'writer' });
+  say('written');
+  await app.close();
+}

@@ -27,6 +27,8 @@ export type RunEntry = [
   slot: number,
   wallStart: number,
 ];
+/** A run of a stored schedule: a run's entry, then the schedule's name and its ctx.data. */
+export type StoredRunEntry = [...RunEntry, name: string, data: { version: number }];
 export type ClosedEntry = [closed: 'closed', replica: string, at: number];
 
 export const clock = () => performance.timeOrigin + performance.now();
