@@ -11,6 +11,8 @@
 //   node bench/fleet.mjs --peer bullmq --jobs 2000 --replicas 4           (BullMQ job schedulers, same Redis)
 //   npm run bench:fleet                     (the grid of SPEC 21: bench/results/fleet.json, then BENCHMARKS.md)
 //   node bench/fleet.mjs --matrix --store postgres [--every 1000]   (that part of the grid again)
+//   node bench/fleet.mjs --store redis --stored --jobs 100000 --replicas 4 --every 30000 --window 120
+//                                           (the jobs as stored schedules, docs/schedules.md)
 import { fork, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -37,8 +39,19 @@ else {
     windowS: Number(option('window', 30)),
     kill: process.argv.includes('--kill'),
     history: option('history', 'on'),
+    stored: process.argv.includes('--stored'),
   });
   console.log(JSON.stringify(result, null, 2));
+  // Stored schedules' fleet figures go beside their other figures (bench/schedules.mjs), which BENCHMARKS.md shows.
+  if (result.stored) {
+    const path = join(import.meta.dirname, 'results', 'schedules.json');
+    const kept = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : {};
+    kept.fleet = {
+      ...kept.fleet,
+      [result.store]: { date: new Date().toISOString(), machine: machine(), ...result },
+    };
+    writeFileSync(path, `${JSON.stringify(kept, null, 2)}\n`);
+  }
 }
 
 /** The grid of SPEC 21, each scenario in turn; the results go to bench/results/fleet.json. */
@@ -121,6 +134,7 @@ async function scenario(settings) {
     EVERY: String(every),
     LEASE_MS: String(leaseMs),
     HISTORY: settings.history ?? 'on',
+    STORED: settings.stored === true ? '1' : '0',
   };
   if (peer === 'bullmq') await server.schedule(jobs, every);
   const children = Array.from({ length: replicas }, (_, i) => startReplica({ ...env, REPLICA: `r${i}` }));

@@ -3,6 +3,8 @@
 // 'redis' at REDIS_URL with KEY_PREFIX, or 'postgres' at DATABASE_URL with TABLE; LEASE_MS; HISTORY 'off' to
 // record no run). PEER 'bullmq':
 // a BullMQ worker of the queue QUEUE, whose job schedulers the harness made. A run does nothing but count.
+// STORED '1': the jobs are stored schedules (docs/schedules.md) of the handler `bench`, which every replica has;
+// replica r0 writes them with `registry.schedules.upsertMany`, 10,000 at a time, before it says it is ready.
 //
 // Messages: the replica sends { ready } once up; { window: 'start' } starts counting (the CPU this process
 // uses, and the slot of every run); { window: 'end' } answers { cpuMs, runs: { job: [slot, …] }, held };
@@ -15,6 +17,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import {
   PeriodicEvents,
+  PeriodicHandler,
   PeriodicModule,
   PeriodicRegistry,
   PostgresCoordinator,
@@ -79,7 +82,13 @@ async function periodic() {
       this.registry = registry;
     }
 
+    /** A stored schedule's run. */
+    run({ name, scheduledDate }) {
+      count(name, scheduledDate.getTime());
+    }
+
     onApplicationBootstrap() {
+      if (env.STORED === '1') return;
       for (let i = 0; i < JOBS; i++) {
         const job = `job-${i}`;
         this.registry.add(job, ({ scheduledDate }) => count(job, scheduledDate.getTime()), {
@@ -91,6 +100,9 @@ async function periodic() {
   }
   Injectable()(Jobs);
   Reflect.defineMetadata('design:paramtypes', [PeriodicRegistry], Jobs);
+  if (env.STORED === '1') {
+    PeriodicHandler('bench')(Jobs.prototype, 'run', Object.getOwnPropertyDescriptor(Jobs.prototype, 'run'));
+  }
   class AppModule {}
   // HISTORY=off: no run recorded (the module's `history: false`), to weigh what the history costs.
   const history = env.HISTORY === 'off' ? false : undefined;
@@ -104,6 +116,16 @@ async function periodic() {
     acquired[name] = Date.now();
   });
   held = () => registry.statusAll().filter((job) => job.lease?.held).length;
+  if (env.STORED === '1' && env.REPLICA === 'r0') {
+    for (let from = 0; from < JOBS; from += 10_000) {
+      const batch = Array.from({ length: Math.min(10_000, JOBS - from) }, (_, i) => ({
+        name: `job-${from + i}`,
+        handler: 'bench',
+        every: EVERY,
+      }));
+      await registry.schedules.upsertMany(batch, { by: 'bench' });
+    }
+  }
   return async () => {
     await app.close();
     await (env.STORE === 'postgres' ? connection.end() : connection.quit());

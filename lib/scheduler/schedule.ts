@@ -115,9 +115,14 @@ export class Calendar {
     if (--this.#users === 0) calendars.delete(this.#key);
   }
 
-  /** The first slot strictly after `after` (epoch ms), or null if the pattern has none. */
+  /**
+   * The first slot strictly after `after` (epoch ms), or null if the pattern has none. The last answer holds for
+   * any instant from the question it answered up to the slot it gave: the many jobs of one pattern that start
+   * together (a replica that boots with thousands of stored schedules) ask croner once.
+   */
   next(after: number): number | null {
-    if (after !== this.#after) {
+    const known = after >= this.#after && (this.#next === null || after < this.#next);
+    if (!known) {
       this.#next = this.#cron.nextRun(new Date(after))?.getTime() ?? null;
       this.#after = after;
     }

@@ -2,7 +2,7 @@
 // replica from the names alone, so that the replicas agree without asking the store.
 
 /** A 32-bit hash of a string (FNV-1a), the seed of a member or of a job in the spread. */
-function hash(text: string): number {
+export function hash(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
   return h >>> 0;
@@ -15,28 +15,65 @@ function hash(text: string): number {
  * that every member holds ⌊N/R⌋ or ⌈N/R⌉ jobs; a member that comes or goes moves little more than its share,
  * as the scores of the others do not change.
  */
-export function spreadOver(jobs: readonly string[], owners: readonly string[]): Map<string, string> {
+export function spreadOver(
+  jobs: readonly string[],
+  owners: readonly string[],
+  /** The jobs' hashes, in their order, where the caller keeps them. */
+  seeds: ArrayLike<number> = jobs.map(hash),
+): Map<string, string> {
   const spread = new Map<string, string>();
   if (owners.length === 0) return spread;
   const sorted = [...owners].sort();
-  const seeds = sorted.map(hash);
-  const held = seeds.map(() => 0);
-  const share = Math.floor(jobs.length / seeds.length);
-  let larger = jobs.length % seeds.length;
-  const order = jobs.map((name) => ({ name, seed: hash(name) }));
-  order.sort((a, b) => a.seed - b.seed || (a.name < b.name ? -1 : 1));
-  for (const { name, seed } of order) {
+  if (sorted.length === 1) {
+    for (const name of jobs) spread.set(name, sorted[0]);
+    return spread;
+  }
+  const members = sorted.map(hash);
+  const held = members.map(() => 0);
+  const share = Math.floor(jobs.length / members.length);
+  let larger = jobs.length % members.length;
+  for (const i of hashOrder(jobs, seeds)) {
+    const seed = seeds[i];
     let best = -1;
     let highest = -1;
-    for (let i = 0; i < seeds.length; i++) {
-      if (held[i] > share || (held[i] === share && larger === 0)) continue;
-      const points = score(seeds[i], seed);
-      if (points > highest) [best, highest] = [i, points];
+    for (let m = 0; m < members.length; m++) {
+      if (held[m] > share || (held[m] === share && larger === 0)) continue;
+      const points = score(members[m], seed);
+      if (points > highest) [best, highest] = [m, points];
     }
     if (++held[best] > share) larger--;
-    spread.set(name, sorted[best]);
+    spread.set(jobs[i], sorted[best]);
   }
   return spread;
+}
+
+/**
+ * The indexes of `jobs` in the order of their hashes, and of their names where two hashes are equal: the same
+ * order on every replica, whatever order it has the names in. Sorted as numbers (hash × 2²¹ + index, exact in a
+ * double), which takes a fraction of the time of sorting objects: a replica with 100,000 jobs spreads them often.
+ */
+function hashOrder(jobs: readonly string[], seeds: ArrayLike<number>): Int32Array | number[] {
+  const count = jobs.length;
+  if (count >= 2 ** 21) {
+    return [...jobs.keys()].sort((a, b) => seeds[a] - seeds[b] || (jobs[a] < jobs[b] ? -1 : 1));
+  }
+  const keys = new Float64Array(count);
+  for (let i = 0; i < count; i++) keys[i] = seeds[i] * 2 ** 21 + i;
+  keys.sort();
+  const order = new Int32Array(count);
+  for (let i = 0; i < count; i++) order[i] = keys[i] % 2 ** 21;
+  // Equal hashes (rare): their run is put in the order of the names.
+  for (let start = 0; start < count;) {
+    const seed = Math.floor(keys[start] / 2 ** 21);
+    let end = start + 1;
+    while (end < count && Math.floor(keys[end] / 2 ** 21) === seed) end++;
+    if (end - start > 1) {
+      const run = [...order.subarray(start, end)].sort((a, b) => (jobs[a] < jobs[b] ? -1 : 1));
+      order.set(run, start);
+    }
+    start = end;
+  }
+  return order;
 }
 
 /** A member's score for a job: a mix of their two seeds (murmur3's finaliser), the same on every replica. */

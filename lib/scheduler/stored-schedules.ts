@@ -239,6 +239,8 @@ export function readDefinition(record: PeriodicStoredRecord): ReadDefinition {
 
 /** How many changes one read of the feed asks for. */
 const FEED_PAGE = 1000;
+/** How many schedules the feed reads before it applies them. */
+const APPLY_AT_ONCE = 20_000;
 
 /**
  * The changes of the stored schedules, brought to one replica: all of them when it starts, then those after
@@ -309,17 +311,28 @@ export class StoredFeed {
   async #readAll(): Promise<void> {
     this.#quiet.armAt(now() + this.calls.timing.heartbeatMs * 2);
     try {
+      // Pages are applied together, up to APPLY_AT_ONCE schedules, so that a replica that starts with 100,000
+      // spreads them over the fleet a few times, not once a page; a later page's state of a name wins.
+      let latest = new Map<string, PeriodicStoredRecord | null>();
+      let since = this.#applied;
       for (;;) {
-        const changes = await this.calls.readStoredChanges(this.#applied, FEED_PAGE);
+        const changes = await this.calls.readStoredChanges(since, FEED_PAGE);
         if (this.#stopped) return;
+        for (const record of changes.records) latest.set(record.name, record);
+        for (const name of changes.removed) latest.set(name, null);
+        since = changes.change;
+        if (!changes.complete && latest.size < APPLY_AT_ONCE) continue;
         const rereading = this.#rereading;
-        for (const record of changes.records) rereading?.add(record.name);
+        for (const [name, record] of latest) if (record !== null) rereading?.add(name);
         let gone: string[] = [];
         if (changes.complete && rereading !== undefined) {
           this.#rereading = undefined;
           gone = this.holding().filter((name) => !rereading.has(name));
         }
-        await this.apply(changes, gone);
+        const records = [...latest.values()].filter((record) => record !== null);
+        const removed = [...latest].flatMap(([name, record]) => (record === null ? [name] : []));
+        latest = new Map();
+        await this.apply({ records, removed, change: changes.change, complete: changes.complete }, gone);
         this.#applied = changes.change;
         if (changes.complete) return;
       }
