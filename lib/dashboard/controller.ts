@@ -37,6 +37,7 @@ import {
   jobDetailOf,
   LIST_STATES,
   listOf,
+  LONGEST_SEARCH,
   PAGE_ROWS,
   type PeriodicDashboardQuery,
   type PeriodicDashboardState,
@@ -221,17 +222,21 @@ export class DashboardController {
     // A cross-site form can only send form or text bodies: JSON is proof enough that the page's script sent it.
     const type = String(request.headers['content-type'] ?? '');
     if (type.split(';')[0].trim().toLowerCase() !== 'application/json') {
+      const example = (EDITS as readonly string[]).includes(action)
+        ? EXAMPLES[action as Edit]
+        : '{"note":"maintenance"}';
       throw new UnsupportedMediaTypeException(
-        `the actions take a JSON body such as {"note":"maintenance"}, with Content-Type: application/json; got ${type === '' ? 'no Content-Type' : type}`,
+        `${action} takes a JSON body, for example ${example}, with Content-Type: application/json; got ${type === '' ? 'no Content-Type' : type}`,
       );
     }
     const foreign = foreignOrigin(request);
     if (foreign !== undefined) {
       throw new ForbiddenException(`only the dashboard's own origin may act, and ${foreign}`);
     }
-    const edit = (EDITS as readonly string[]).includes(action) ? editOf(action as Edit, body) : undefined;
-    const note = edit === undefined ? noteOf(body) : {};
-    const name = this.#known(decoded(encoded));
+    const editing = (EDITS as readonly string[]).includes(action);
+    const note = editing ? {} : noteOf(body);
+    const name = editing ? this.#stored(action as Edit, decoded(encoded)) : this.#known(decoded(encoded));
+    const edit = editing ? editOf(action as Edit, name, body) : undefined;
     const spent = this.#budget.take(name);
     if (spent !== undefined) {
       response.header('Retry-After', String(spent.retryAfter));
@@ -304,20 +309,7 @@ export class DashboardController {
       return { ok: true, version: saved.version };
     } catch (error) {
       if (!(error instanceof PeriodicConflictError)) return storeDown(action, name, error);
-      const now = error.currentVersion;
-      throw new HttpException(
-        {
-          ok: false,
-          error: 'conflict',
-          currentVersion: now,
-          message:
-            `${action === 'remove' ? 'removal' : 'change'} of schedule ${describeValue(name)} refused: ` +
-            (now === null
-              ? 'it was removed since the page was read'
-              : `it was changed since the page was read (version ${edit.ifVersion}, now ${now}). Read it again, then edit it.`),
-        },
-        HttpStatus.CONFLICT,
-      );
+      throw conflictOf(action, name, error.currentVersion, edit.ifVersion);
     }
   }
 
@@ -378,6 +370,16 @@ export class DashboardController {
       throw new NotFoundException(`no job named ${name === undefined ? 'so' : describeValue(name)}`);
     }
     return name;
+  }
+
+  /**
+   * The job an edit names: one that is gone was removed since the page that sends the edit was read (or never
+   * was), which is the edit's conflict, as a stale version is.
+   */
+  #stored(action: Edit, name: string | undefined): string {
+    if (name === undefined) this.#known(name);
+    if (!this.registry.has(name!)) throw conflictOf(action, name!, null);
+    return name!;
   }
 
   /** What the store answered, or undefined when it did not answer (the page and the API say so). */
@@ -461,6 +463,23 @@ async function answered<T>(call: Promise<T>): Promise<T> {
   }
 }
 
+/** An edit of a stored schedule that changed or went since the page was read: 409, with its version now. */
+function conflictOf(action: Edit, name: string, now: number | null, read?: number): HttpException {
+  const what = `${action === 'remove' ? 'removal' : 'change'} of schedule ${describeValue(name)} refused`;
+  return new HttpException(
+    {
+      ok: false,
+      error: 'conflict',
+      currentVersion: now,
+      message:
+        now === null
+          ? `${what}: it was removed since the page was read (or never was). Go back to the list.`
+          : `${what}: it was changed since the page was read (version ${read}, now ${now}). Read it again, then edit it.`,
+    },
+    HttpStatus.CONFLICT,
+  );
+}
+
 /**
  * A store that did not answer an action (`error`, a PeriodicStoreError, or the action's own answer when none):
  * 503 with `{ ok: false, error: 'storeUnreachable', message }`. Any other error is thrown as it is.
@@ -478,9 +497,6 @@ function storeDown(action: string, name: string, error?: unknown): never {
     HttpStatus.SERVICE_UNAVAILABLE,
   );
 }
-
-/** The longest `?q=`: a job's name has at most 200 characters. */
-const LONGEST_SEARCH = 200;
 
 /** What the list's address may say. */
 const LIST_PARAMETERS = ['state', 'q', 'handler', 'cursor', 'limit'];
@@ -567,43 +583,49 @@ interface ScheduleEdit {
   timing?: { every: number } | { cron: string; timezone?: string };
 }
 
+/** A body of each edit, as the messages show it. */
+const EXAMPLES: Record<Edit, string> = {
+  remove: '{"ifVersion":3}',
+  schedule: '{"ifVersion":3,"cron":"0 8 * * 1-5","timezone":"Europe/Paris"}',
+};
+
 /**
- * The body of an edit: `remove` `{ "ifVersion": 3 }`; `schedule` `{ "ifVersion": 3, "every": 60000 }` or
- * `{ "ifVersion": 3, "cron": "0 8 * * 1-5", "timezone"?: "Europe/Paris" }`. The values themselves are checked
- * by `registry.schedules.upsert`, as any schedule's.
+ * The body of an edit of schedule `name`: `remove` `{ "ifVersion": 3 }`; `schedule` `{ "ifVersion": 3, "every":
+ * 60000 }` or `{ "ifVersion": 3, "cron": "0 8 * * 1-5", "timezone"?: "Europe/Paris" }`. The values themselves
+ * are checked by `registry.schedules.upsert`, as any schedule's.
  */
-function editOf(action: Edit, body: unknown): ScheduleEdit {
-  const example =
-    action === 'remove'
-      ? '{"ifVersion":3}'
-      : '{"ifVersion":3,"cron":"0 8 * * 1-5","timezone":"Europe/Paris"}';
+function editOf(action: Edit, name: string, body: unknown): ScheduleEdit {
+  const where = `${action} of schedule ${describeValue(name)}`;
+  const example = `for example ${EXAMPLES[action]}`;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new BadRequestException(
-      `the body must be a JSON object such as ${example}, got ${describeValue(body)}`,
+      `${where}: the body must be a JSON object, ${example}; got ${describeValue(body)}`,
     );
   }
   const fields = action === 'remove' ? ['ifVersion'] : ['ifVersion', 'every', 'cron', 'timezone'];
   const unknown = Object.keys(body).find((key) => !fields.includes(key));
   if (unknown !== undefined) {
     throw new BadRequestException(
-      `unknown field ${describeValue(unknown)} in the body of ${action}: it may hold only ${fields.join(', ')}`,
+      `${where}: unknown field ${describeValue(unknown)} in the body; it may hold only ${fields.join(', ')}`,
     );
   }
   const { ifVersion, every, cron, timezone } = body as Record<string, unknown>;
   if (!Number.isSafeInteger(ifVersion) || (ifVersion as number) < 1) {
     throw new BadRequestException(
-      `"ifVersion" must be the schedule's version as the page read it, an integer ≥ 1, got ${describeValue(ifVersion)}: ${example}`,
+      `${where}: "ifVersion" must be the schedule's version as the page read it, an integer ≥ 1; got ${describeValue(ifVersion)} (${example})`,
     );
   }
   if (action === 'remove') return { ifVersion: ifVersion as number };
   if ((every === undefined) === (cron === undefined)) {
     throw new BadRequestException(
-      `the body of schedule must give "every" or "cron", not both nor neither: ${example}`,
+      `${where}: the body must give "every" or "cron", not both nor neither (${example})`,
     );
   }
   if (every !== undefined) {
     if (timezone !== undefined) {
-      throw new BadRequestException('"timezone" goes with "cron" only: leave it out with "every"');
+      throw new BadRequestException(
+        `${where}: "timezone" goes with "cron" only; got ${describeValue(timezone)} with "every": leave it out`,
+      );
     }
     return { ifVersion: ifVersion as number, timing: { every: every as number } };
   }

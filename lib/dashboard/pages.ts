@@ -4,6 +4,7 @@ import type { PeriodicAuditEntry } from '../scheduler/operations.js';
 import type { PeriodicRunRecord } from '../scheduler/history.js';
 import {
   LIST_STATES,
+  LONGEST_SEARCH,
   PAGE_ROWS,
   span,
   type PeriodicDashboardJob,
@@ -163,7 +164,7 @@ function filterForm(query: PeriodicDashboardQuery, handlers: string[], root: str
           )
           .join('')}</select></label>`;
   return `<form class="filter" method="get" action="${esc(root)}" role="search" aria-label="Find jobs">
-<label>Name contains <input type="search" name="q" maxlength="200" value="${esc(query.q ?? '')}"></label>
+<label>Name contains <input type="search" name="q" maxlength="${2 * LONGEST_SEARCH}" value="${esc(query.q ?? '')}"></label>
 <label>State <select name="state">${options}</select></label>
 ${byHandler}<button type="submit">Show</button>
 </form>`;

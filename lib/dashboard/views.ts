@@ -52,6 +52,12 @@ export interface PeriodicDashboardQuery {
   limit: number;
 }
 
+/**
+ * The longest `?q=` and `?handler=`, in characters (code points): a name has at most 200. The page's field takes
+ * twice as many UTF-16 units, so that the browser never refuses what the list takes; the list says why it refuses.
+ */
+export const LONGEST_SEARCH = 200;
+
 /** The most rows of a page of the list, and of an answer of `GET {path}/api/jobs`. */
 export const PAGE_ROWS = 100;
 

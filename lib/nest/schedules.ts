@@ -13,7 +13,7 @@ import type { StoreCalls } from '../scheduler/store-calls.js';
 import type { PeriodicSchedulerOptions } from '../scheduler/options.js';
 import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import type { Replica } from '../scheduler/replica.js';
-import { checkedOptions, nearest, type OptionRule } from '../scheduler/rules.js';
+import { checkedOptions, CONTROL, nearest, type OptionRule } from '../scheduler/rules.js';
 import type { PeriodicContext } from '../scheduler/run.js';
 import {
   checkDefinition,
@@ -194,7 +194,11 @@ export class PeriodicSchedules {
   async list<TData = unknown>(query?: PeriodicScheduleQuery): Promise<PeriodicScheduleList<TData>> {
     const where = 'PeriodicRegistry.schedules.list()';
     const replica = this.#replica(where);
-    const text = { accepts: (value: unknown) => typeof value === 'string', expected: 'a string' };
+    // Names have no control character: a query with one matches none (and PostgreSQL refuses a NUL).
+    const text = {
+      accepts: (value: unknown) => typeof value === 'string' && !CONTROL.test(value),
+      expected: 'a string without control characters (no name has one)',
+    };
     const given = checkedOptions(
       where,
       query ?? {},
@@ -225,8 +229,9 @@ export class PeriodicSchedules {
   }
 
   /**
-   * Removes a stored schedule for the whole fleet: resolves true when it was there (its run is drained here
-   * like `registry.remove`'s, and on the replica that holds it), false when it was not.
+   * Removes a stored schedule for the whole fleet: resolves true when it was there, once its run here is drained
+   * like `registry.remove`'s (the replica that holds it drains its own when it learns of the removal), false when
+   * it was not.
    */
   async remove(name: string, options?: PeriodicScheduleChangeOptions): Promise<boolean> {
     const where = 'PeriodicRegistry.schedules.remove()';
@@ -467,6 +472,8 @@ export class PeriodicSchedules {
     scheduler.data = frozenData(schedule.data);
     // Its timing starts a new grid from the edit, if the store keeps another (docs/schedules.md).
     scheduler.changedAt = record.updatedAt;
+    // Created again after a removal: the slots of the grid the store kept from before do not run.
+    scheduler.createdAt = record.createdAt;
     const cannot =
       place === undefined
         ? `this replica has no @PeriodicHandler(${JSON.stringify(record.handler)})`

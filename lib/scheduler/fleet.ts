@@ -30,6 +30,11 @@ export class FleetSlots implements AheadClaimer {
    * after it. 0 when not known (a deploy): a new grid starts after the last slot that ran anywhere.
    */
   changedAt = 0;
+  /**
+   * When the job was created, if known (a stored schedule, created again after a removal; wall-clock ms): no slot
+   * of the grid the store kept from before runs, and the grid starts again after it. 0 when not known.
+   */
+  createdAt = 0;
 
   /**
    * @param lease the job's lease, which this replica must hold to start a run.
@@ -153,7 +158,7 @@ export class FleetSlots implements AheadClaimer {
     const unheld = this.unheldSlot;
     this.unheldSlot = 0;
     this.early = undefined;
-    const next = fleetNext(stored, this.grid, this.after, wallNow, this.changedAt);
+    const next = fleetNext(stored, this.grid, this.after, wallNow, this.changedAt, this.createdAt);
     if (next !== undefined) return next;
     void this.lease.writeSchedule({ grid: this.grid, last: 0, next: unheld || slot });
     return unheld || undefined;
@@ -193,11 +198,14 @@ function fleetNext(
   after: (slot: number) => number,
   wallNow: number,
   changedAt: number,
+  createdAt: number,
 ): number | undefined {
   if (stored === null) return undefined;
   if (stored.grid === grid) {
     // A shifted-mode run whose end the store never learnt (its replica died): it ended by the takeover.
-    return stored.next !== 0 ? stored.next : after(wallNow);
+    const next = stored.next !== 0 ? stored.next : after(wallNow);
+    // The grid of a job of the same name that was removed before this one was created: none of its slots runs.
+    return next < createdAt ? after(createdAt) : next;
   }
   // The options changed: a new grid starts from the change, when it is known (a stored schedule edited: no slot of
   // the new timing before the edit runs); else (a deploy) from the last slot that ran anywhere, so that replicas

@@ -216,6 +216,11 @@ export class PeriodicScheduler {
     if (this.#fleet !== undefined) this.#fleet.changedAt = at;
   }
 
+  /** @internal When the job was created (a stored schedule, wall-clock ms): no slot from before it runs. */
+  set createdAt(at: number) {
+    if (this.#fleet !== undefined) this.#fleet.createdAt = at;
+  }
+
   /**
    * @param options the job's options with its `name` and the `run` function; invalid ones throw a
    *   {@link PeriodicConfigError}.

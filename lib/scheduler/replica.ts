@@ -172,6 +172,15 @@ export class Replica {
   private readonly margin: number;
   /** When the spread last changed, on the `now()` timeline: leases it gives are expected for a lease period. */
   private spreadAt = -Infinity;
+  /**
+   * When the last spread was computed (`now()` timeline), the members it was computed over, and until when the
+   * next waits if only the jobs changed: ten times as long as it took, a quarter heartbeat period at most.
+   */
+  private spreadDone = -Infinity;
+  private spreadMembers = '';
+  private spreadWait = 0;
+  /** Jobs joined or left since the last spread, which the next counts. */
+  private unspread = false;
   private readonly beat = new DeadlineTimer({ onDeadline: () => void this.heartbeat() });
   private readonly expiry = new DeadlineTimer({ onDeadline: () => this.expire() });
   private beating = false;
@@ -346,7 +355,10 @@ export class Replica {
     const expecting = reply !== undefined && this.expecting();
     const more = reply !== undefined && this.more;
     if (first || more || this.soon || (expecting && this.spread !== spread)) this.beatNow();
-    else this.beat.armAt(sent + (expecting ? this.calls.timing.handoverBeatMs : this.interval));
+    else {
+      const next = sent + (expecting ? this.calls.timing.handoverBeatMs : this.interval);
+      this.beat.armAt(this.unspread ? Math.min(next, this.spreadDone + this.spreadWait) : next);
+    }
     this.soon = false;
     for (const lease of this.leases.values()) lease.idle();
   }
@@ -468,10 +480,21 @@ export class Replica {
       .filter((member) => member.jobs === jobs || member.owner === this.owner)
       .map((member) => member.owner)
       .sort();
-    const spread = `${jobs}\n${owners.join('\n')}`;
+    const members = owners.join('\n');
+    const spread = `${jobs}\n${members}`;
     if (spread === this.spread) return;
+    // Each spread weighs every job: jobs that come in a burst (a replica applying thousands of stored schedules,
+    // a page at a time) are spread again once the replica has spent ten times as long on other work, so that
+    // spreading takes a tenth of it at most; a few jobs are spread at once, and new members always are.
+    const time = now();
+    if (members === this.spreadMembers && time < this.spreadDone + this.spreadWait) {
+      this.unspread = true;
+      return;
+    }
+    this.unspread = false;
+    this.spreadMembers = members;
     this.spread = spread;
-    this.spreadAt = now();
+    this.spreadAt = time;
     const leases = [...this.leases.values()];
     const owner = spreadOver(
       leases.map((lease) => lease.name),
@@ -484,6 +507,8 @@ export class Replica {
       if (!lease.owned && lease.phase === 'competing' && lease.fencingToken !== 0) lease.phase = 'handing';
       else if (lease.owned && lease.phase === 'handing') lease.phase = 'competing';
     }
+    this.spreadDone = now();
+    this.spreadWait = Math.min(this.interval / 4, 10 * (this.spreadDone - time));
   }
 
   /** @internal Gives up a lease handed over whose job is idle, for its new owner to take. */

@@ -24,8 +24,9 @@ export interface OptionRule {
 /** The most characters (code points) in a job's or a replica's name. */
 export const NAME_MAX = 200;
 
+/** A control character (C0, DEL, C1), which no name may have. */
 // eslint-disable-next-line no-control-regex -- finding control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+export const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const LONE_SURROGATE = /\p{Cs}/u;
 
 /**

@@ -33,6 +33,9 @@ export function latestSlot(
 /** The calendars in use, by zone and pattern. */
 const calendars = new Map<string, Calendar>();
 
+/** The longest cron pattern, in characters. */
+const CRON_MAX = 1000;
+
 /** How many of a pattern's next slots `jitter` is checked against: it must be shorter than every gap between them. */
 const GAPS_CHECKED = 16;
 
@@ -59,6 +62,13 @@ export class Calendar {
    * in an IANA zone. `where` names the job in errors.
    */
   static of(where: string, pattern: string, timezone: string): Calendar {
+    // Every value of every field listed one by one is under 600 characters: a longer pattern says nothing more.
+    if (pattern.length > CRON_MAX) {
+      throw new PeriodicConfigError(
+        `${where}: "cron" must be at most ${CRON_MAX} characters, got ${pattern.length}: write a long list as a ` +
+          "range or a step ('0-30', '*/5')",
+      );
+    }
     const key = `${timezone} ${pattern}`;
     let calendar = calendars.get(key);
     if (calendar === undefined) {

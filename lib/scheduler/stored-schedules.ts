@@ -3,7 +3,7 @@
 // brings every change of the store to a replica.
 import type { PeriodicStoredChanges, PeriodicStoredRecord, PeriodicStoredWrite } from './coordinator-port.js';
 import { DeadlineTimer, now } from './deadline-timer.js';
-import { describeValue, oneLine, PeriodicConfigError } from './errors.js';
+import { describeValue, messageOf, oneLine, PeriodicConfigError } from './errors.js';
 import { checkOption, JOB_OPTION_NAMES, type PeriodicOptions, resolveOptions } from './options.js';
 import { invalid, NAME_RULE, readOptions } from './rules.js';
 import type { StoreCalls } from './store-calls.js';
@@ -190,9 +190,18 @@ function jsonProblem(value: unknown, path: string, within: object[]): string | u
     return `${path} is ${describeValue(value)}, an object of a class`;
   }
   const inside = [...within, value];
-  const entries = Array.isArray(value)
-    ? value.map((item, i) => [`${path}[${i}]`, item] as const)
-    : Object.entries(value).map(([key, item]) => [`${path}.${key}`, item] as const);
+  if (Array.isArray(value)) {
+    const hole = Array.from(value.keys()).find((i) => !(i in value));
+    if (hole !== undefined) return `${path}[${hole}] is a hole of a sparse array`;
+  }
+  let entries: (readonly [string, unknown])[];
+  try {
+    entries = Array.isArray(value)
+      ? value.map((item, i) => [`${path}[${i}]`, item] as const)
+      : Object.entries(value).map(([key, item]) => [`${path}.${key}`, item] as const);
+  } catch (error) {
+    return `reading ${path} threw: ${messageOf(error)}`;
+  }
   for (const [at, item] of entries) {
     const problem = jsonProblem(item, oneLine(at), inside);
     if (problem !== undefined) return problem;
@@ -239,8 +248,6 @@ export function readDefinition(record: PeriodicStoredRecord): ReadDefinition {
 
 /** How many changes one read of the feed asks for. */
 const FEED_PAGE = 1000;
-/** How many schedules the feed reads before it applies them. */
-const APPLY_AT_ONCE = 20_000;
 
 /**
  * The changes of the stored schedules, brought to one replica: all of them when it starts, then those after
@@ -311,28 +318,17 @@ export class StoredFeed {
   async #readAll(): Promise<void> {
     this.#quiet.armAt(now() + this.calls.timing.heartbeatMs * 2);
     try {
-      // Pages are applied together, up to APPLY_AT_ONCE schedules, so that a replica that starts with 100,000
-      // spreads them over the fleet a few times, not once a page; a later page's state of a name wins.
-      let latest = new Map<string, PeriodicStoredRecord | null>();
-      let since = this.#applied;
       for (;;) {
-        const changes = await this.calls.readStoredChanges(since, FEED_PAGE);
+        const changes = await this.calls.readStoredChanges(this.#applied, FEED_PAGE);
         if (this.#stopped) return;
-        for (const record of changes.records) latest.set(record.name, record);
-        for (const name of changes.removed) latest.set(name, null);
-        since = changes.change;
-        if (!changes.complete && latest.size < APPLY_AT_ONCE) continue;
         const rereading = this.#rereading;
-        for (const [name, record] of latest) if (record !== null) rereading?.add(name);
+        for (const record of changes.records) rereading?.add(record.name);
         let gone: string[] = [];
         if (changes.complete && rereading !== undefined) {
           this.#rereading = undefined;
           gone = this.holding().filter((name) => !rereading.has(name));
         }
-        const records = [...latest.values()].filter((record) => record !== null);
-        const removed = [...latest].flatMap(([name, record]) => (record === null ? [name] : []));
-        latest = new Map();
-        await this.apply({ records, removed, change: changes.change, complete: changes.complete }, gone);
+        await this.apply(changes, gone);
         this.#applied = changes.change;
         if (changes.complete) return;
       }

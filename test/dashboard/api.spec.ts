@@ -223,7 +223,17 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     const removed = await post(`${path}/remove`, { ifVersion: 2 }, { 'x-user': 'ops@example.com' });
     expect([removed.status, await removed.json()]).toEqual([200, { ok: true, version: null }]);
     expect(await schedules.get(name)).toBeNull();
-    expect((await post(`${path}/remove`, { ifVersion: 2 })).status).toBe(404);
+    // An edit of a schedule removed since the page was read: the same conflict, with no version now.
+    const gone = await post(`${path}/schedule`, { ifVersion: 2, every: 1000 });
+    expect([gone.status, await gone.json()]).toEqual([
+      409,
+      {
+        ok: false,
+        error: 'conflict',
+        currentVersion: null,
+        message: `change of schedule "${name}" refused: it was removed since the page was read (or never was). Go back to the list.`,
+      },
+    ]);
     expect((await served.registry.audit(name)).map(({ action, by }) => [action, by])).toEqual([
       ['remove', 'ops@example.com'],
       ['update', 'ops@example.com'],

@@ -212,6 +212,24 @@ describe('stored schedules on the in-memory coordinator', () => {
     );
     await expect(upsert({ ...base, evry: 5 })).rejects.not.toThrow(/updatedBy/);
     await expect(a.registry.schedules.upsert(base, { by: 'x'.repeat(1001) })).rejects.toThrow(/"by" must be/);
+    // What JSON cannot say, or a getter that throws while it is read: the data's fault, said as such.
+    // eslint-disable-next-line no-sparse-arrays -- the hole is the point
+    await expect(upsert({ ...base, data: [1, , 3] })).rejects.toThrow(
+      /data\[1\] is a hole of a sparse array/,
+    );
+    const throwing = Object.defineProperty({}, 'secret', {
+      enumerable: true,
+      get: () => {
+        throw new Error('getter boom');
+      },
+    });
+    await expect(upsert({ ...base, data: throwing })).rejects.toThrow(
+      /"data" must be a JSON value .* but reading data threw: getter boom/,
+    );
+    // No name has a control character: a query with one is refused on every store, not sent.
+    await expect(a.registry.schedules.list({ cursor: 'abc\u0000' })).rejects.toThrow(
+      /"cursor" must be a string without control characters/,
+    );
     expect(await a.registry.schedules.list()).toEqual({ items: [], cursor: null });
   });
 
@@ -247,6 +265,26 @@ describe('stored schedules on the in-memory coordinator', () => {
     await a.registry.schedules.upsert({ ...base, every: 150, data: { n: 2 } });
     const next = await until(() => ran.find((run) => (run.data as { n: number }).n === 2));
     expect(next.slot).toBeGreaterThanOrEqual(changed);
+    expect(a.seen.filter((event) => event.type === 'missed')).toEqual([]);
+  });
+
+  it('a schedule created again after a removal runs no slot from before it was created, on a grid from then', async () => {
+    fresh();
+    const a = await replica('a');
+    const base = { name: 'report:acme', handler: 'tenant-report', every: 300, data: { n: 1 } };
+    await a.registry.schedules.upsert(base);
+    await until(() => ran.find((run) => run.name === 'report:acme'));
+    expect(await a.registry.schedules.remove('report:acme')).toBe(true);
+    // Several slots of the old grid pass while it is gone.
+    await sleep(1000);
+    const created = Date.now();
+    await a.registry.schedules.upsert({ ...base, data: { n: 2 } });
+    await until(() =>
+      ran.filter((run) => (run.data as { n: number }).n === 2).length >= 2 ? true : undefined,
+    );
+    const again = ran.filter((run) => (run.data as { n: number }).n === 2);
+    expect(again.every((run) => run.slot >= created)).toBe(true);
+    expect(again[1]!.slot - again[0]!.slot).toBe(300);
     expect(a.seen.filter((event) => event.type === 'missed')).toEqual([]);
   });
 

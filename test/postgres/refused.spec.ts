@@ -146,6 +146,48 @@ describePostgres('a database that refuses one job’s name', () => {
     });
   });
 
+  it('latest runs asked in one turn are read in one statement; the refused name fails alone', async () => {
+    const coordinator = new PostgresCoordinator({ pool: counted(), table: 'latest', leaseMs: 60_000 });
+    const run = (name: string, jobId: number) => ({
+      id: `web-1/1#${name}${jobId}`,
+      name,
+      jobId,
+      replica: 'web-1',
+      fencingToken: 1,
+      slot: jobId * 1000,
+      origin: 'schedule' as const,
+      attempt: 1,
+      startedAt: jobId * 1000,
+      finishedAt: jobId * 1000 + 5,
+      reason: 'normal' as const,
+      durationMs: 5,
+      error: null,
+    });
+    await coordinator.recordRuns([run('a', 1), run('a', 2), run('a', 3), run('b', 1)], 10);
+    taken();
+    // A replica that takes leases reads each one's latest runs in the same turn.
+    const [a, refused, b, none] = await Promise.allSettled([
+      coordinator.readHistory('a', 2, null),
+      coordinator.readHistory(REFUSED, 2, null),
+      coordinator.readHistory('b', 2, null),
+      coordinator.readHistory('c', 2, null),
+    ]);
+    expect(a).toEqual({
+      status: 'fulfilled',
+      value: [expect.objectContaining({ jobId: 3 }), expect.objectContaining({ jobId: 2 })],
+    });
+    expect(b).toEqual({ status: 'fulfilled', value: [expect.objectContaining({ name: 'b', jobId: 1 })] });
+    expect(none).toEqual({ status: 'fulfilled', value: [] });
+    expect(refused).toMatchObject({
+      status: 'rejected',
+      reason: { message: expect.stringMatching(/LATIN1|character/) },
+    });
+    // One statement for the four, refused; then halves until the refused name is alone.
+    const reads = taken().filter((text) => text.includes('CROSS JOIN LATERAL'));
+    expect(reads.length).toBeGreaterThanOrEqual(3);
+    expect(reads.length).toBeLessThanOrEqual(5);
+  });
+
   describe('in an application', () => {
     const createApp = useApps();
 

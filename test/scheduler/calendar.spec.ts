@@ -531,6 +531,11 @@ describe('invalid input: a PeriodicConfigError naming the job, the option, the v
       /"cron" must be a cron pattern of 5 fields.*: it has 7 fields$/,
     ],
     [
+      'cron of 60 kB',
+      { cron: `${Array(30_000).fill('1').join(',')} * * * *` },
+      /"cron" must be at most 1000 characters, got 60007: write a long list as a range or a step/,
+    ],
+    [
       'a minute of 61',
       { cron: '61 * * * *' },
       /"cron" must be a cron pattern.*got "61 \* \* \* \*": Invalid value for minute: 61/,
