@@ -174,7 +174,7 @@ export class Replica {
   private spreadAt = -Infinity;
   /**
    * When the last spread was computed (`now()` timeline), the members it was computed over, and until when the
-   * next waits if only the jobs changed: ten times as long as it took, a quarter heartbeat period at most.
+   * next waits if only the jobs changed: fifty times as long as it took, a quarter heartbeat period at most.
    */
   private spreadDone = -Infinity;
   private spreadMembers = '';
@@ -484,8 +484,8 @@ export class Replica {
     const spread = `${jobs}\n${members}`;
     if (spread === this.spread) return;
     // Each spread weighs every job: jobs that come in a burst (a replica applying thousands of stored schedules,
-    // a page at a time) are spread again once the replica has spent ten times as long on other work, so that
-    // spreading takes a tenth of it at most; a few jobs are spread at once, and new members always are.
+    // a page at a time) are spread again once the replica has spent fifty times as long on other work, so that
+    // spreading takes a fiftieth of it at most; a few jobs are spread at once, and new members always are.
     const time = now();
     if (members === this.spreadMembers && time < this.spreadDone + this.spreadWait) {
       this.unspread = true;
@@ -508,7 +508,7 @@ export class Replica {
       else if (lease.owned && lease.phase === 'handing') lease.phase = 'competing';
     }
     this.spreadDone = now();
-    this.spreadWait = Math.min(this.interval / 4, 10 * (this.spreadDone - time));
+    this.spreadWait = Math.min(this.interval / 4, 50 * (this.spreadDone - time));
   }
 
   /** @internal Gives up a lease handed over whose job is idle, for its new owner to take. */
