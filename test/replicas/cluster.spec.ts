@@ -12,8 +12,6 @@ const RETRY = LEASE_MS / 3;
 const EVERY = 50;
 /** How long each holder runs the job before the test moves on. */
 const HOLDING = 1500;
-/** What a loaded machine may add to a handover: well under the lease, which a handover by release must beat. */
-const LOAD = 200;
 /**
  * What a loaded machine may add to a takeover after SIGKILL, which waits for the store twice more (the heartbeat
  * that takes the lease, the claim of the slot that passed): once in the suite under load, on both stores, 1.7 s.
@@ -89,10 +87,13 @@ function cluster(store: Store): void {
     const gracefulHandover = firstAfter(survivor, releasedAt) - releasedAt;
     console.log(
       `${store.name}: handover after SIGKILL: ${sigkillHandover.toFixed(0)} ms (bound ${LEASE_MS + RETRY + EVERY + LOADED_TAKEOVER} ms); ` +
-        `after a graceful close: ${gracefulHandover.toFixed(0)} ms from the release (bound ${RETRY + EVERY + LOAD} ms)`,
+        `after a graceful close: ${gracefulHandover.toFixed(0)} ms from the release (a heartbeat: ${RETRY + EVERY} ms; bound ${LEASE_MS} ms)`,
     );
     expect(sigkillHandover).toBeLessThan(LEASE_MS + RETRY + EVERY + LOADED_TAKEOVER);
-    expect(gracefulHandover).toBeLessThan(RETRY + EVERY + LOAD);
+    // A handover by release beats one by expiry, which comes a lease after the holder's last renewal at the
+    // earliest: on a quiet machine it takes a heartbeat of the next holder (RETRY + EVERY, printed above); on a
+    // loaded one it was seen taking 1.1 s.
+    expect(gracefulHandover).toBeLessThan(LEASE_MS);
   }, 60_000);
 
   it('a replica whose store does not answer still ends on SIGTERM, its connection closed by the recipe', async () => {
