@@ -315,16 +315,7 @@ export function markdown(report) {
     ...targets(report),
   ];
   for (const { title, note, head, rows } of tables(report)) {
-    parts.push(
-      '',
-      `## ${title}`,
-      '',
-      note,
-      '',
-      `| ${head.join(' | ')} |`,
-      `|${head.map(() => ' --- ').join('|')}|`,
-    );
-    for (const row of rows) parts.push(`| ${row.join(' | ')} |`);
+    parts.push('', `## ${title}`, '', note, '', ...markdownTable(head, rows));
     if (title.startsWith('1.') && title.endsWith('idle')) {
       parts.push(
         '',
@@ -408,9 +399,7 @@ export function fleet() {
     '"Run history": the module\'s `history` option (SPEC 18; on by default, every run recorded in the store).',
     '`--matrix --store redis` measures the rows of one store again and keeps the others, each with its day.',
     '',
-    `| ${head.join(' | ')} |`,
-    `|${head.map(() => ' --- ').join('|')}|`,
-    ...rows.map((row) => `| ${row.join(' | ')} |`),
+    ...markdownTable(head, rows),
   ];
 }
 
@@ -452,9 +441,7 @@ export function fleetView() {
     "30 s), with the module's `history` on (the default: every run recorded in the store) and off.",
     ...(note === undefined ? [] : [note]),
     '',
-    `| ${head.join(' | ')} |`,
-    `|${head.map(() => ' --- ').join('|')}|`,
-    ...rows.map((row) => `| ${row.join(' | ')} |`),
+    ...markdownTable(head, rows),
     '',
     `Run history in memory (jobs that are not exclusive; measured ${(history.date ?? date).slice(0, 10)}):`,
     `${history.jobs.toLocaleString('en')} jobs that keep ${history.keep} runs each hold ${history.on.heapMB} MB of memory, heap and`,
@@ -533,17 +520,34 @@ export function storedSchedules() {
       'their handler; `leaseMs` 10 s; slots are counted as in section 8, after the fleet settled (every lease',
       'held, the spread steady for two lease periods).',
       '',
-      `| ${head.join(' | ')} |`,
-      `|${head.map(() => ' --- ').join('|')}|`,
-      ...runs.map(
-        (r) =>
-          `| ${name(r.store)} | ${thousands(r.jobs)} | ${r.every / 1000} s | ${r.replicas} | ${r.settleS} s | ${(r.slotsRan * 100).toFixed(2)}% of ${thousands(r.slotsDue)} | ${r.slotsTwice} | ${r.storeCpuPct}% | ${r.replicaCpuPct}% (max ${r.replicaCpuPctMax}%) |`,
+      ...markdownTable(
+        head,
+        runs.map((r) => [
+          name(r.store),
+          thousands(r.jobs),
+          `${r.every / 1000} s`,
+          r.replicas,
+          `${r.settleS} s`,
+          `${(r.slotsRan * 100).toFixed(2)}% of ${thousands(r.slotsDue)}`,
+          r.slotsTwice,
+          `${r.storeCpuPct}%`,
+          `${r.replicaCpuPct}% (max ${r.replicaCpuPctMax}%)`,
+        ]),
       ),
       '',
       `Measured ${runs.map((r) => `${name(r.store)} ${r.date.slice(0, 10)}`).join(', ')}.`,
     );
   }
   return lines;
+}
+
+/** A Markdown table: its head, the line under it, and a line per row. */
+function markdownTable(head, rows) {
+  return [
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => ' --- ').join('|')}|`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ];
 }
 
 /** A scenario's failover: the median and longest takeover after the SIGKILL, or why there is none. */
