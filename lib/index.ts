@@ -67,6 +67,12 @@ export type {
   ResolvedPeriodicOptions,
   SchedulerMode,
 } from './scheduler/options.js';
+export type {
+  PeriodicCatchUp,
+  PeriodicExclude,
+  PeriodicExcludedDay,
+  PeriodicInstant,
+} from './scheduler/policies.js';
 export type { PeriodicContext, PeriodicRunTrace, SyncTickResult, TickResult } from './scheduler/run.js';
 export type { PeriodicJobStatus } from './scheduler/status.js';
 export type {

@@ -104,8 +104,8 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   ): Promise<boolean> {
     if (this.holder(name) !== owner || this.tokens.get(name) !== fencingToken) return false;
     if (schedule.last < (this.schedules.get(name)?.last ?? 0)) return false;
-    const { grid, last, next } = schedule;
-    this.schedules.set(name, { grid, last, next });
+    const { grid, last, next, runs } = schedule;
+    this.schedules.set(name, runs === undefined ? { grid, last, next } : { grid, last, next, runs });
     return true;
   }
 

@@ -304,7 +304,7 @@ export class DashboardController {
       if (current === null) throw new PeriodicConflictError('removed since', null);
       // The definition as stored (read back, it can be written as it is), with the new timing for the old one.
       const kept: PeriodicScheduleDefinition = { ...current };
-      for (const timing of ['every', 'cron', 'timezone'] as const) delete kept[timing];
+      for (const timing of ['every', 'cron', 'timezone', 'at'] as const) delete kept[timing];
       const saved = await answered(schedules.upsert({ ...kept, ...edit.timing }, change));
       return { ok: true, version: saved.version };
     } catch (error) {

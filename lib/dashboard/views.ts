@@ -131,7 +131,7 @@ export async function listOf(
 function statesOf(scheduler: PeriodicScheduler, health: JobHealth): PeriodicDashboardState[] {
   const states: PeriodicDashboardState[] = [];
   const { state } = scheduler;
-  if (state === 'ticking' || state === 'paused') states.push(state);
+  if (state === 'ticking' || state === 'paused' || state === 'completed') states.push(state);
   if (scheduler.running > 0) states.push('running');
   if (health.problemOf(scheduler, scheduler.status(), MAX_FAILURES) !== undefined) states.push('down');
   return states;
@@ -188,7 +188,7 @@ function jobOf(
   return {
     name: status.name,
     exclusive: scheduler.options.exclusive,
-    schedule: scheduleOf(scheduler.options),
+    schedule: scheduleOf(scheduler.options, scheduler.state === 'completed'),
     status: shown,
     fleetStatus: told ? fleet : null,
     paused: fleet.paused,
@@ -220,17 +220,31 @@ export function servingReplica(registry: PeriodicRegistry): string | null {
   return replica === undefined ? null : replicaOf(replica.owner);
 }
 
-/** The schedule in words: `every 5 s`, or the cron pattern in its zone with its next three times. */
-function scheduleOf(options: ResolvedPeriodicOptions): PeriodicDashboardJob['schedule'] {
+/**
+ * The schedule in words: `every 5 s`, the cron pattern in its zone with its next three times, or the one slot of
+ * `at`; the times its policies leave out (`exclude`, `startAt`, `endAt`) are not among them.
+ */
+function scheduleOf(options: ResolvedPeriodicOptions, completed: boolean): PeriodicDashboardJob['schedule'] {
+  const { policy } = options;
+  if (policy !== undefined && !Number.isNaN(policy.at)) {
+    const at = new Date(policy.at);
+    return {
+      text: `once at ${at.toISOString()}`,
+      next: completed || policy.at < Date.now() ? [] : [at],
+      timezone: null,
+    };
+  }
   if (options.cron === undefined) {
     const after = options.delayMode === 'shifted' ? ' after each run' : '';
     return { text: `every ${span(options.every)}${after}`, next: [], timezone: null };
   }
   const timezone = options.timezone!;
   const calendar = Calendar.of(`job "${options.name}"`, options.cron, timezone);
+  const from = (time: number) => calendar.next(time - 1);
   const next: Date[] = [];
-  for (let after = Date.now(); next.length < 3;) {
-    const slot = calendar.next(after);
+  for (let after = Date.now(); next.length < 3 && !completed;) {
+    const raw = calendar.next(after);
+    const slot = policy === undefined || raw === null ? raw : policy.first(raw, from);
     if (slot === null) break;
     next.push(new Date(slot));
     after = slot;
@@ -277,5 +291,25 @@ function optionsOf(options: ResolvedPeriodicOptions): Record<string, unknown> {
     exclusive: options.exclusive,
     delivery: options.delivery,
     retry: retry.attempts === 0 ? 'none' : { attempts: retry.attempts, backoff: { ...retry.backoff } },
+    ...policiesOf(options),
+  };
+}
+
+/** The schedule policies a job has (docs/policies.md), as its page lists them: only those it was given. */
+function policiesOf(options: ResolvedPeriodicOptions): Record<string, unknown> {
+  const { policy } = options;
+  if (policy === undefined) return {};
+  const instant = (time: number) => new Date(time).toISOString();
+  const { exclude } = options;
+  return {
+    ...(options.catchUp === undefined ? {} : { catchUp: { ...policy.catchUp } }),
+    ...(Number.isFinite(policy.startAt) ? { startAt: instant(policy.startAt) } : {}),
+    ...(Number.isFinite(policy.endAt) ? { endAt: instant(policy.endAt) } : {}),
+    ...(Number.isFinite(policy.maxRuns) ? { maxRuns: policy.maxRuns } : {}),
+    ...(Number.isNaN(policy.at) ? {} : { at: instant(policy.at) }),
+    ...(exclude === undefined
+      ? {}
+      : { exclude: typeof exclude === 'function' ? 'a function of the slot' : exclude }),
+    ...(Number.isFinite(policy.pauseAfterFailures) ? { pauseAfterFailures: policy.pauseAfterFailures } : {}),
   };
 }

@@ -316,14 +316,15 @@ function schedulerOptions(
 
 /**
  * A job's options with those the module's `jobs` gives it. A schedule given there replaces the decorator's:
- * `cron` drops its `every`, `initialDelay` and `delayMode`; `every` drops its `cron` and `timezone`.
+ * `cron` drops its `every`, `initialDelay`, `delayMode` and `at`; `every` drops its `cron`, `timezone` and `at`; `at`
+ * drops `every`, `cron`, `initialDelay`, `delayMode` and `catchUp`.
  */
 function overridden(
   decorated: Partial<PeriodicOptions>,
   override: Partial<PeriodicOptions>,
 ): Partial<PeriodicOptions> {
   const options = { ...decorated };
-  if (override.cron !== undefined) {
+  if (override.cron !== undefined || override.at !== undefined) {
     delete options.every;
     delete options.initialDelay;
     delete options.delayMode;
@@ -331,6 +332,11 @@ function overridden(
   if (override.every !== undefined) {
     delete options.cron;
     delete options.timezone;
+  }
+  if (override.every !== undefined || override.cron !== undefined) delete options.at;
+  if (override.at !== undefined) {
+    delete options.cron;
+    delete options.catchUp;
   }
   return { ...options, ...override };
 }

@@ -55,8 +55,11 @@ export class JobHealth {
     status: PeriodicJobStatus,
     maxConsecutiveFailures: number,
   ): string | undefined {
-    // Jobs that are off on purpose, and jobs stopped because the application closes.
-    if (status.state === 'paused' || status.mode === 'manual' || this.registry.closing) return undefined;
+    // Jobs that are off on purpose or have run all their slots, and jobs stopped because the application closes.
+    const { state } = status;
+    if (state === 'paused' || state === 'completed' || status.mode === 'manual' || this.registry.closing) {
+      return undefined;
+    }
     const store = scheduler.storeLog;
     if (store !== undefined) {
       // An exclusive job: the fleet's health.

@@ -15,6 +15,11 @@ export interface PeriodicFleetSchedule {
   last: number;
   /** When the fleet's next tick is due; 0 while a shifted-mode run is in flight (its end is not known yet). */
   next: number;
+  /**
+   * How many slots of this grid the fleet has claimed, the last one included, for a job with `maxRuns`, whose
+   * holder writes it with every write of its schedule; given back as it was written, absent when not written.
+   */
+  runs?: number;
 }
 
 /** A replica of the fleet as its heartbeat leaves it in the store (docs/replicas.md, "Coordination at scale"). */

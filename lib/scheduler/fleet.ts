@@ -35,6 +35,14 @@ export class FleetSlots implements AheadClaimer {
    * of the grid the store kept from before runs, and the grid starts again after it. 0 when not known.
    */
   createdAt = 0;
+  /**
+   * `maxRuns`: how many slots of the grid the fleet has claimed, as the store said when this replica took the lease
+   * and as its own claims counted since, and the last slot counted (claimed again, it counts once).
+   */
+  #runs = 0;
+  #counted = 0;
+  /** Whether the job counts the fleet's slots (`maxRuns`): every write of its schedule carries the count. */
+  readonly #counts: boolean;
 
   /**
    * @param lease the job's lease, which this replica must hold to start a run.
@@ -46,7 +54,20 @@ export class FleetSlots implements AheadClaimer {
     private readonly after: (slot: number) => number,
   ) {
     this.grid = gridOf(options);
+    this.#counts = options.maxRuns !== undefined;
     lease.claimer = this;
+  }
+
+  /** `maxRuns`: the slots of the grid the fleet has claimed, this replica's last claim included. */
+  get runs(): number {
+    return this.#runs;
+  }
+
+  /** A write of the job's schedule, with the count of the fleet's slots if it keeps one. */
+  private written(last: number, next: number): PeriodicFleetSchedule {
+    const schedule: PeriodicFleetSchedule = { grid: this.grid, last, next };
+    if (this.#counts) schedule.runs = this.#runs;
+    return schedule;
   }
 
   /**
@@ -116,9 +137,13 @@ export class FleetSlots implements AheadClaimer {
     });
   }
 
-  /** The write that claims `slot`. */
+  /** The write that claims `slot`: counted once, however often it is claimed (`maxRuns`). */
   private claimOf(slot: number): PeriodicFleetSchedule {
-    return { grid: this.grid, last: slot, next: this.options.delayMode === 'regular' ? this.after(slot) : 0 };
+    if (this.#counts && slot !== this.#counted) {
+      this.#counted = slot;
+      this.#runs++;
+    }
+    return this.written(slot, this.options.delayMode === 'regular' ? this.after(slot) : 0);
   }
 
   /** A claim on its way: no other goes ahead of the job's ticks until it is answered. */
@@ -145,7 +170,7 @@ export class FleetSlots implements AheadClaimer {
   /** Shifted mode: the run of the slot held has ended, and the fleet's next tick is due at `next`. */
   ranUntil(next: number): void {
     if (this.claimed === 0) return;
-    void this.lease.writeSchedule({ grid: this.grid, last: this.claimed, next });
+    void this.lease.writeSchedule(this.written(this.claimed, next));
     this.claimed = 0;
   }
 
@@ -158,9 +183,12 @@ export class FleetSlots implements AheadClaimer {
     const unheld = this.unheldSlot;
     this.unheldSlot = 0;
     this.early = undefined;
+    const same = stored?.grid === this.grid;
+    this.#runs = same ? (stored.runs ?? 0) : 0;
+    this.#counted = same ? stored.last : 0;
     const next = fleetNext(stored, this.grid, this.after, wallNow, this.changedAt, this.createdAt);
     if (next !== undefined) return next;
-    void this.lease.writeSchedule({ grid: this.grid, last: 0, next: unheld || slot });
+    void this.lease.writeSchedule(this.written(0, unheld || slot));
     return unheld || undefined;
   }
 
@@ -172,7 +200,7 @@ export class FleetSlots implements AheadClaimer {
     await this.claiming;
     const slot = this.unstarted;
     this.unstarted = 0;
-    if (slot !== 0) await this.lease.writeSchedule({ grid: this.grid, last: slot, next: slot });
+    if (slot !== 0) await this.lease.writeSchedule(this.written(slot, slot));
   }
 
   /** Gives the slot claimed but not started back, then the lease up. */
@@ -182,7 +210,8 @@ export class FleetSlots implements AheadClaimer {
 }
 
 /** The options that make a job's grid, as the store keeps them: a holder with other options starts a new grid. */
-function gridOf({ every, delayMode, cron, timezone }: ResolvedPeriodicOptions): string {
+function gridOf({ every, delayMode, cron, timezone, policy }: ResolvedPeriodicOptions): string {
+  if (policy !== undefined && !Number.isNaN(policy.at)) return `at ${policy.at}`;
   return cron === undefined ? `every ${every} ${delayMode}` : `cron ${cron} ${timezone}`;
 }
 

@@ -1,6 +1,15 @@
 import { describeValue, PeriodicConfigError } from './errors.js';
 import { checkedOptions, invalid, isMilliseconds, NAME_RULE, oneOf, type OptionRule } from './rules.js';
-import { Calendar, processTimeZone } from './schedule.js';
+import { Calendar, OneSlot, processTimeZone, type Slots } from './schedule.js';
+import {
+  instantOf,
+  type PeriodicCatchUp,
+  type PeriodicExclude,
+  type PeriodicInstant,
+  POLICY_RULES,
+  type PolicyOptions,
+  SlotPolicy,
+} from './policies.js';
 import type { PeriodicCoordinator } from './coordinator-port.js';
 import { capable } from './reply-checks.js';
 import type { PeriodicContext } from './run.js';
@@ -18,7 +27,7 @@ export type SchedulerMode = 'auto' | 'manual';
 export type JobShutdown = number | 'brutalKill';
 
 /** The options of a periodic job. `Host` is the class whose method runs, handed to `when`. */
-export interface PeriodicOptions<Host extends object = object> {
+export interface PeriodicOptions<Host extends object = object> extends PolicyOptions {
   /** Interval in integer milliseconds (≥ 1); see `delayMode`. Required, unless `cron` is given. */
   every?: number;
   /** A cron pattern (5 fields, or 6 with seconds first): ticks at the wall-clock times it names. */
@@ -105,6 +114,15 @@ export interface ResolvedPeriodicOptions {
   readonly exclusive: boolean;
   readonly retry: ResolvedRetry;
   readonly delivery: Delivery;
+  readonly catchUp: PeriodicCatchUp | undefined;
+  readonly startAt: PeriodicInstant | undefined;
+  readonly endAt: PeriodicInstant | undefined;
+  readonly maxRuns: number | undefined;
+  readonly at: PeriodicInstant | undefined;
+  readonly exclude: PeriodicExclude | undefined;
+  readonly pauseAfterFailures: number | undefined;
+  /** @internal The policies above, as the scheduler asks them; undefined when the job has none. */
+  readonly policy: SlotPolicy | undefined;
 }
 
 /**
@@ -137,7 +155,7 @@ export const JOB_OPTIONS = {
     accepts: (v) => isMilliseconds(v, 1),
     expected: 'an integer number of milliseconds ≥ 1',
     valid: 'integer ms, 1 ≤ every ≤ 2^53−1',
-    default: 'required, unless `cron`',
+    default: 'required, unless `cron` or `at`',
     meaning: 'interval; see `delayMode`',
     example: { every: 1234 },
   },
@@ -155,7 +173,7 @@ export const JOB_OPTIONS = {
     expected: "an IANA time zone name such as 'Europe/Berlin' or 'UTC'",
     valid: "an IANA zone name (`'Europe/Berlin'`, `'UTC'`)",
     default: "the process's zone",
-    meaning: 'the zone `cron` is read in (cron jobs only)',
+    meaning: 'the zone `cron` and the days of `exclude` are read in (not with `every`)',
     example: { cron: '0 3 * * *', timezone: 'Asia/Tokyo' },
   },
   jitter: {
@@ -255,6 +273,60 @@ export const JOB_OPTIONS = {
       'exclusive jobs: `atLeastOnce` runs a slot whose run did not end by itself (its holder died, shut down or lost its lease) again on the next holder ([failures](docs/failures.md))',
     example: { every: 60_000, exclusive: true, delivery: 'atLeastOnce' },
   },
+  catchUp: {
+    ...POLICY_RULES.catchUp,
+    valid: "`{ window?, runs? }`: window integer ms ≥ 1; runs `'latest'`, `'all'`, `'none'`",
+    default: "`'latest'`, window one interval",
+    meaning:
+      "which slots that passed unseen still run: the latest once, each one oldest first (at most 1,000), or none; only those at most `window` old ('none': 1 s) ([policies](docs/policies.md))",
+    example: { every: 60_000, catchUp: { window: 3_600_000, runs: 'all' } },
+  },
+  startAt: {
+    ...POLICY_RULES.startAt,
+    valid: "a `Date`, or ISO 8601 text with its offset (`'2027-01-01T00:00:00Z'`)",
+    default: 'none',
+    meaning: 'no run before it',
+    example: { every: 60_000, startAt: '2027-01-01T00:00:00Z' },
+  },
+  endAt: {
+    ...POLICY_RULES.endAt,
+    valid: 'as `startAt`, not before it',
+    default: 'none',
+    meaning: "no run after it; once it has passed, the job is `'completed'`",
+    example: { every: 60_000, endAt: '2099-12-31T00:00:00Z' },
+  },
+  maxRuns: {
+    ...POLICY_RULES.maxRuns,
+    valid: 'integer ≥ 1',
+    default: 'none',
+    meaning: "after this many slots have run (for the fleet, for an exclusive job), the job is `'completed'`",
+    example: { every: 60_000, maxRuns: 500 },
+  },
+  at: {
+    ...POLICY_RULES.at,
+    valid: 'as `startAt`',
+    default: 'none',
+    meaning:
+      "one slot at that instant, then the job is `'completed'`; instead of `every` and `cron`, without `catchUp`",
+    example: { at: '2099-01-01T09:00:00+01:00' },
+  },
+  exclude: {
+    ...POLICY_RULES.exclude,
+    valid:
+      "up to 1,000 days `'YYYY-MM-DD'` and ranges `{ from, to }` (both included), or `(slot: Date) => boolean`",
+    default: 'none',
+    meaning:
+      "slots it leaves out are not ticks: not run, not missed, skipped by `nextTickAt`; days are read in the job's `timezone` (UTC without one)",
+    example: { cron: '0 3 * * *', exclude: ['2026-12-25', { from: '2026-12-31', to: '2027-01-02' }] },
+  },
+  pauseAfterFailures: {
+    ...POLICY_RULES.pauseAfterFailures,
+    valid: 'integer ≥ 1',
+    default: 'none',
+    meaning:
+      "pauses the job (for the fleet, for an exclusive job) once that many slots in a row failed after their retries, `by: 'nestjs-periodic'`",
+    example: { every: 60_000, pauseAfterFailures: 5 },
+  },
 } satisfies Record<keyof PeriodicOptions, JobOption>;
 
 /** The backoff of a retry when the job does not set it. */
@@ -299,7 +371,7 @@ function resolveRetry(
   where: string,
   retry: PeriodicRetry | undefined,
   onOverlap: OverlapPolicy,
-  interval: { every: number } | { calendar: Calendar },
+  interval: { every: number } | { calendar: Slots },
 ): ResolvedRetry {
   if (retry === undefined) return RETRY_NONE;
   const example = '{ attempts: 3, backoff: { initial: 1000, factor: 2, max: 60_000 } }';
@@ -376,7 +448,7 @@ export function noCoordinator(where: string, how: string): PeriodicConfigError {
 export function resolveOptions(
   input: PeriodicSchedulerOptions,
   where: string,
-): { options: ResolvedPeriodicOptions; calendar: Calendar | undefined } {
+): { options: ResolvedPeriodicOptions; calendar: Slots | undefined } {
   const given = checkedOptions(where, input, RULES, '{ every: 60_000 }') as Partial<PeriodicSchedulerOptions>;
   const { every, cron, jitter = 0 } = given;
   if (given.name === '.' || given.name === '..') {
@@ -385,18 +457,29 @@ export function resolveOptions(
         'dashboard, an HTTP endpoint), as browsers resolve those segments away; give a name with other characters',
     );
   }
-  let calendar: Calendar | undefined;
-  if (cron === undefined) {
+  let calendar: Slots | undefined;
+  const { at } = given;
+  if (at !== undefined) {
+    for (const key of ['every', 'cron', 'catchUp', 'initialDelay', 'delayMode'] as const) {
+      if (given[key] !== undefined) {
+        throw new PeriodicConfigError(
+          `${where}: "at" runs one slot and takes no "${key}", got ${key}: ${describeValue(given[key])}; ` +
+            `remove "${key}", or give "every" or "cron" instead of "at"`,
+        );
+      }
+    }
+    calendar = new OneSlot(instantOf(at));
+  } else if (cron === undefined) {
     if (every === undefined) {
       throw new PeriodicConfigError(
         `${where}: "every" must be an integer number of milliseconds ≥ 1, got undefined; ` +
-          'or give "cron", a pattern such as \'0 3 * * *\'',
+          'or give "cron", a pattern such as \'0 3 * * *\', or "at", an instant for one run',
       );
     }
     if (given.timezone !== undefined) {
       throw new PeriodicConfigError(
-        `${where}: "timezone" applies to cron jobs only, got ${describeValue(given.timezone)} without "cron"; ` +
-          'remove it, or give "cron" instead of "every"',
+        `${where}: "timezone" applies to cron and "at" jobs only, got ${describeValue(given.timezone)} with ` +
+          '"every"; remove it, or give "cron" instead of "every"',
       );
     }
     if (jitter >= every) throw jitterTooLong(where, jitter, `"every" (${every}ms)`);
@@ -415,17 +498,21 @@ export function resolveOptions(
         );
       }
     }
-    calendar = Calendar.of(where, cron, given.timezone ?? processTimeZone());
-    const gap = jitter === 0 ? Infinity : calendar.shortestGap();
+    const zoned = Calendar.of(where, cron, given.timezone ?? processTimeZone());
+    calendar = zoned;
+    const gap = jitter === 0 ? Infinity : zoned.shortestGap();
     if (jitter >= gap) {
-      calendar.release();
+      zoned.release();
       throw jitterTooLong(where, jitter, `the shortest gap between the slots of "cron" (${gap}ms)`);
     }
   }
   let retry: ResolvedRetry;
+  let policy: SlotPolicy | undefined;
+  const timezone = calendar instanceof Calendar ? calendar.timezone : given.timezone;
   try {
     const interval = calendar === undefined ? { every: every! } : { calendar };
     retry = resolveRetry(where, given.retry, given.onOverlap ?? 'run', interval);
+    policy = SlotPolicy.of(where, given, timezone);
   } catch (error) {
     calendar?.release();
     throw error;
@@ -434,7 +521,7 @@ export function resolveOptions(
     name: given.name!,
     every: every ?? 0,
     cron,
-    timezone: calendar?.timezone,
+    timezone,
     jitter,
     initialDelay: given.initialDelay ?? every ?? 0,
     delayMode: given.delayMode ?? 'regular',
@@ -446,6 +533,14 @@ export function resolveOptions(
     exclusive: given.exclusive ?? false,
     retry,
     delivery: given.delivery ?? 'atMostOnce',
+    catchUp: given.catchUp,
+    startAt: given.startAt,
+    endAt: given.endAt,
+    maxRuns: given.maxRuns,
+    at,
+    exclude: given.exclude,
+    pauseAfterFailures: given.pauseAfterFailures,
+    policy,
   };
   if (options.delivery === 'atLeastOnce' && !options.exclusive) {
     calendar?.release();

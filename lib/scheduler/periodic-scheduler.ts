@@ -59,7 +59,8 @@ import {
 } from './options.js';
 import { checkedOptions } from './rules.js';
 import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult } from './run.js';
-import { type Calendar, latestSlot } from './schedule.js';
+import { latestSlot, type Slots } from './schedule.js';
+import { ON_TIME_MS, type SlotFrom, type SlotPolicy } from './policies.js';
 import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
 import { answerAsker, askHolder } from './trigger-relay.js';
 
@@ -73,6 +74,12 @@ const WALL_CHECK = 10_000;
 
 /** What a run that did not end by itself ended with, if it ended at all: its slot is recovered (`atLeastOnce`). */
 const INTERRUPTED: ReadonlySet<JobExitReason> = new Set(['shutdown', 'killed', 'leaseLost']);
+
+/** Who pauses a job after its failures, as the audit trail names it. */
+const PAUSED_BY = 'nestjs-periodic';
+
+/** The most slots that passed unseen a job with schedule policies counts one by one, and runs (`catchUp: 'all'`). */
+const CATCH_UP_MAX = 1000;
 
 /** How many of its latest runs a job that takes its lease looks through for runs in flight that lost their replica. */
 const IN_FLIGHT_SCAN = 10;
@@ -172,8 +179,16 @@ export class PeriodicScheduler {
    * overlap. A job whose one run at a time ends allocates no array for it.
    */
   #runs: Run | Run[] | undefined;
-  /** The slots of a cron job. */
-  readonly #calendar: Calendar | undefined;
+  /** The slots of a cron job, or of an `at` job. */
+  readonly #calendar: Slots | undefined;
+  /** The job's schedule policies (`startAt`, `exclude`, `catchUp` …), when it has one. */
+  readonly #policy: SlotPolicy | undefined;
+  /** `'completed'`: no slot is left to run (`endAt` passed, `maxRuns` reached, the slot of `at` ran). */
+  #completed = false;
+  /** Slots that started a run, while `maxRuns` counts them (a job that is not exclusive: the fleet counts the others). */
+  #slotsRun = 0;
+  /** `catchUp: { runs: 'all' }`: the slots still to run one at a time, oldest first; undefined while none is. */
+  #backlog: number[] | undefined;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
   #slot = 0;
   /** What ticks wait for, made when one first waits for its jitter, its guard or its claim: most jobs never do. */
@@ -262,6 +277,7 @@ export class PeriodicScheduler {
     }
     this.options = resolved;
     this.#calendar = calendar;
+    this.#policy = resolved.policy;
     this.#job = options.run;
     this.#method = method;
     this.#sink = typeof events === 'function' ? { emit: events } : events;
@@ -294,7 +310,9 @@ export class PeriodicScheduler {
 
   /** `'idle'` until `start()`, `'ticking'` (or `'paused'`) until `stop()`, then `'stopped'` for good. */
   get state(): PeriodicJobStatus['state'] {
-    return !this.#open && this.#phase === 'ticking' ? 'paused' : this.#phase;
+    if (this.#phase !== 'ticking') return this.#phase;
+    if (this.#completed) return 'completed';
+    return this.#open ? 'ticking' : 'paused';
   }
 
   /** The number of runs being tracked: started, and neither settled nor abandoned. */
@@ -313,6 +331,7 @@ export class PeriodicScheduler {
 
   /** @internal The tick timer's deadline has come: `now()` read `time`. */
   onDeadline(time: number): void {
+    if (this.#policy !== undefined) return this.#policyTick(this.#policy, time);
     const calendar = this.#calendar;
     if (calendar !== undefined) return this.#slotCame(calendar);
     let scheduledAt = this.deadline;
@@ -336,7 +355,7 @@ export class PeriodicScheduler {
   }
 
   /** A cron job's timer fired: the slot has come by the wall clock, or the timer is aimed again. */
-  #slotCame(calendar: Calendar): void {
+  #slotCame(calendar: Slots): void {
     const wallNow = Date.now();
     // Early by the wall clock (it was set back, or runs slower than the monotonic one): wait for the rest.
     if (wallNow < this.#slot) return this.#aim(this.#slot, wallNow);
@@ -344,6 +363,136 @@ export class PeriodicScheduler {
     if (missed > 0 && !this.#slotsDropped(missed)) return;
     this.#armSlot(next);
     this.#due(new Run(this, now() - (wallNow - slot), slot, 'timer'));
+  }
+
+  /**
+   * The tick of a job with schedule policies (docs/policies.md): the slots that passed since the one it was armed
+   * for, without those the policies leave out; the next slot armed, or the job completed; then, of the slots that
+   * passed, those `catchUp` lets run are started (several: one at a time, oldest first), and the others are
+   * counted as missed.
+   */
+  #policyTick(policy: SlotPolicy, time: number): void {
+    const calendar = this.#calendar;
+    const wallNow = Date.now();
+    if (calendar !== undefined && wallNow < this.#slot) return this.#aim(this.#slot, wallNow);
+    const first = this.#slot;
+    if (this.options.delayMode === 'shifted') {
+      this.#dueAll(policy, [first], 1, first, Infinity);
+      return;
+    }
+    // An `every` job's grid is on the monotonic clock: its slots have passed as far as its tick is late.
+    const reach = calendar === undefined ? first + Math.max(0, time - this.deadline) : wallNow;
+    const { slots, count, next } = this.#passed(first, reach);
+    const last = slots[slots.length - 1];
+    if (next === null) this.#complete();
+    else if (calendar === undefined) {
+      const deadline = this.deadline + (next - first);
+      this.#slot = next;
+      armAt(this, deadline, time);
+      this.#fleet?.armed(next, deadline);
+      this.#reportNext(next - last);
+    } else this.#armSlot(next);
+    const interval = next === null ? Infinity : next - last;
+    this.#dueAll(policy, slots, count, reach, interval);
+  }
+
+  /**
+   * The slots from `first` that have passed by `reach` (wall-clock ms), up to {@link CATCH_UP_MAX} of them, the
+   * latest last; how many passed (beyond that many, a lower bound); and the next slot (null: none is left).
+   */
+  #passed(first: number, reach: number): { slots: number[]; count: number; next: number | null } {
+    const slots: number[] = [];
+    let count = 0;
+    let slot: number | null = first;
+    let jumped = false;
+    while (slot !== null && slot <= reach) {
+      if (count === CATCH_UP_MAX && !jumped) {
+        // Counted one by one up to here; past this, from the latest slot of the grid, which is the next to look at.
+        jumped = true;
+        const calendar = this.#calendar;
+        const { every } = this.options;
+        const latest =
+          calendar === undefined ? slot + Math.floor((reach - slot) / every) * every : calendar.latest(reach);
+        if (latest > slot) {
+          count += calendar === undefined ? (latest - slot) / every - 1 : 1;
+          slot = this.#policy!.first(latest, this.#gridFrom(latest));
+          continue;
+        }
+      }
+      slots.push(slot);
+      count++;
+      slot = this.#nextAllowed(slot);
+    }
+    return { slots: slots.slice(-CATCH_UP_MAX), count, next: slot };
+  }
+
+  /**
+   * Of the slots that passed (`count` of them, `slots` the latest ones), starts those `catchUp` lets run and
+   * counts the others as missed. A slot is at most `window` old at `reach` to run: one interval by default, or
+   * {@link ON_TIME_MS} for `'none'`, which so runs only a slot whose tick comes on time.
+   */
+  #dueAll(policy: SlotPolicy, slots: number[], count: number, reach: number, interval: number): void {
+    const { window, runs } = policy.catchUp;
+    const limit = window ?? (runs === 'none' ? ON_TIME_MS : interval);
+    let due = slots.filter((slot) => reach - slot <= limit);
+    if (runs !== 'all') due = due.slice(-1);
+    // An `exclude` function is asked again at the tick: the search for the next slot may have stopped short.
+    const kept = policy.asksAtTick ? due.filter((slot) => this.#included(policy, slot)) : due;
+    const missed = count - due.length;
+    if (missed > 0 && !this.#slotsDropped(missed)) return;
+    if (kept.length === 0) {
+      if (this.options.delayMode === 'shifted') this.#armNext(this.options.every);
+      return;
+    }
+    const backlog = this.#backlog;
+    if (backlog !== undefined) backlog.push(...kept);
+    else if (kept.length === 1) this.#due(this.#tickOf(kept[0]));
+    else {
+      this.#backlog = kept;
+      this.#catchUp();
+    }
+  }
+
+  /** Whether `exclude` lets the slot run; a function that throws does not, and is reported as `guardFailed`. */
+  #included(policy: SlotPolicy, slot: number): boolean {
+    try {
+      return !policy.excludedAtTick(slot);
+    } catch (error) {
+      this.#recorded().guardFailed++;
+      if (this.#wants('guardFailed')) this.#emit({ type: 'guardFailed', name: this.name, error });
+      return false;
+    }
+  }
+
+  /** The timer's tick of a slot (wall-clock ms) that came now or before. */
+  #tickOf(slot: number, waiter?: Run['waiter']): Run {
+    return new Run(this, now() - Math.max(0, Date.now() - slot), slot, 'timer', waiter);
+  }
+
+  /** `catchUp: { runs: 'all' }`: the next slot of the backlog runs, once the run before it has ended. */
+  #catchUp(): void {
+    const backlog = this.#backlog;
+    const slot = backlog?.shift();
+    if (slot === undefined || this.#phase !== 'ticking') {
+      this.#backlog = undefined;
+      return;
+    }
+    const started = this.#takeTick(this.#tickOf(slot, () => this.#catchUp()));
+    const ran = (run: Run | undefined) => {
+      // A slot that started nothing lets the next go at once (in a later microtask: the stack does not grow).
+      if (run === undefined) void Promise.resolve().then(() => this.#catchUp());
+    };
+    if (isThenable(started)) void started.then(ran);
+    else ran(started);
+  }
+
+  /** No slot is left to run: the job is `'completed'`, and its runs in flight go on. */
+  #complete(): void {
+    if (this.options.mode !== 'auto') return;
+    this.#completed = true;
+    cancel(this);
+    if (this.#calendar !== undefined) unwatchSystemTime(this);
+    this.#fleet?.armed(0, 0);
   }
 
   /** A timer tick is due: handled now, or after a random delay under `jitter` past its slot (at once if it is that late). */
@@ -501,6 +650,15 @@ export class PeriodicScheduler {
     // that had this replica's name before).
     const record = this.#recorded();
     const run = tick;
+    const policy = this.#policy;
+    if (run.origin === 'timer' && policy !== undefined && policy.maxRuns !== Infinity) {
+      // An exclusive job's slots are the fleet's to count: its claim counted this one.
+      const runs = this.#fleet === undefined ? ++this.#slotsRun : this.#fleet.runs;
+      if (runs >= policy.maxRuns) {
+        this.#backlog = undefined;
+        this.#complete();
+      }
+    }
     run.start(this.#jobIdBase + ++record.started, this.#fleet?.lease.fencingToken, this.data);
     // In shifted mode the run that replaces one of the grid's arms the next tick in its place.
     if (replacesGridRun) run.replacesGridRun();
@@ -567,7 +725,9 @@ export class PeriodicScheduler {
     record.lastDurationMs = durationMs;
     record.lastError = failed ? { value: error } : undefined;
     // A slot that fails counts once, when its last attempt has.
-    countOutcome(record, slotOutcome(reason, retry !== undefined), record.lastEndedAt);
+    const outcome = slotOutcome(reason, retry !== undefined);
+    countOutcome(record, outcome, record.lastEndedAt);
+    if (outcome === 'fail') this.#failedInARow();
     if (this.recordsRuns) this.#history.ended(run, reason, durationMs, failed, error, retry !== undefined);
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
@@ -742,6 +902,7 @@ export class PeriodicScheduler {
   #slotFailed(failed: Run, arm = true): void {
     // Counted here, not by the stores: the record of its last run said a retry would follow.
     countOutcome(this.#recorded(), 'fail', Date.now());
+    this.#failedInARow();
     // A lease being handed over waited for this retry.
     this.#fleet?.lease.idle();
     if (
@@ -753,6 +914,17 @@ export class PeriodicScheduler {
     ) {
       this.#armNext(this.options.every);
     }
+  }
+
+  /** `pauseAfterFailures`: a slot failed; the job is paused when it was the n-th in a row (2n-th after a resume…). */
+  #failedInARow(): void {
+    const limit = this.#policy?.pauseAfterFailures ?? Infinity;
+    const failures = this.#record!.consecutiveFailures;
+    if (failures % limit !== 0 || this.state !== 'ticking') return;
+    const note =
+      `${limit} slot${limit === 1 ? '' : 's'} in a row failed after their retries (pauseAfterFailures: ${limit}); ` +
+      'resume the job to run it again';
+    void this.pause({ by: PAUSED_BY, note }).catch(() => undefined);
   }
 
   /**
@@ -774,8 +946,11 @@ export class PeriodicScheduler {
 
   /** The first tick: `initialDelay` from now, or the calendar's next slot. */
   #armFirst(): void {
-    if (this.#calendar === undefined) this.#armNext(this.options.initialDelay);
-    else this.#armSlot(this.#calendar.next(Date.now()));
+    const calendar = this.#calendar;
+    if (calendar === undefined) return this.#armNext(this.options.initialDelay);
+    const slot = calendar.next(Date.now());
+    const policy = this.#policy;
+    this.#armSlot(policy === undefined || slot === null ? slot : policy.first(slot, this.#gridFrom(slot)));
   }
 
   /**
@@ -784,6 +959,13 @@ export class PeriodicScheduler {
    * last run, wherever it ran.
    */
   #armNext(delay: number): void {
+    const policy = this.#policy;
+    if (policy !== undefined && this.options.mode === 'auto') {
+      const wallNow = Date.now();
+      const slot = policy.first(wallNow + delay, this.#gridFrom(wallNow + delay));
+      if (slot === null) return this.#complete();
+      delay = slot - wallNow;
+    }
     if (this.options.mode === 'auto') {
       this.#slot = Date.now() + delay;
       armAt(this, now() + delay);
@@ -795,8 +977,8 @@ export class PeriodicScheduler {
 
   /** A cron job's next slot: armed in auto mode, reported with `nextTick` in both modes. */
   #armSlot(slot: number | null): void {
-    // A pattern without a next slot (croner looks up to the year 3000) ticks no more.
-    if (slot === null) return;
+    // No next slot (croner looks up to the year 3000; a policy ended the job's slots): the job has completed.
+    if (slot === null) return this.#complete();
     const wallNow = Date.now();
     if (this.options.mode === 'auto') this.#aim(slot, wallNow);
     this.#reportNext(slot - wallNow, slot);
@@ -822,9 +1004,25 @@ export class PeriodicScheduler {
     if (isArmed(this)) this.#aim(this.#slot, Date.now());
   }
 
-  /** The slot after `slot` on the job's grid, or its calendar's; 0 if the calendar has none. */
+  /** The slot after `slot` on the job's grid, or its calendar's, that its policies let it tick at; 0 if none. */
   #slotAfter(slot: number): number {
-    return this.#calendar === undefined ? slot + this.options.every : (this.#calendar.next(slot) ?? 0);
+    return this.#nextAllowed(slot) ?? 0;
+  }
+
+  /** The slot after `slot` that the job ticks at, or null if none is left. */
+  #nextAllowed(slot: number): number | null {
+    const calendar = this.#calendar;
+    const next = calendar === undefined ? slot + this.options.every : calendar.next(slot);
+    const policy = this.#policy;
+    return policy === undefined || next === null ? next : policy.first(next, this.#gridFrom(slot));
+  }
+
+  /** The first slot at or after an instant, on the grid through `anchor` (an `every` job), or on the calendar. */
+  #gridFrom(anchor: number): SlotFrom {
+    const calendar = this.#calendar;
+    if (calendar !== undefined) return (time) => calendar.next(time - 1);
+    const { every } = this.options;
+    return (time) => anchor + Math.max(0, Math.ceil((time - anchor) / every)) * every;
   }
 
   /** `in`: the nominal delay; `at`: a cron job's next slot. */
@@ -869,7 +1067,10 @@ export class PeriodicScheduler {
       // Closing another holding's runs delays no claim.
       void this.#recover(fencingToken, stored, false, wallNow).catch(() => undefined);
     }
-    const next = this.#fleet!.takeOver(stored, this.#slot, wallNow);
+    const fleet = this.#fleet!;
+    const next = fleet.takeOver(stored, this.#slot, wallNow);
+    // No slot is left: the calendar's are over, or the fleet has run `maxRuns` of them.
+    if (next === 0 || fleet.runs >= (this.#policy?.maxRuns ?? Infinity)) return this.#complete();
     if (next === undefined) return;
     // The next tick is the fleet's; one that has passed is ticked at once, and reports its own next tick then.
     this.#aim(next, wallNow);
@@ -969,6 +1170,7 @@ export class PeriodicScheduler {
       this.#calendar.release();
     }
     this.#pending?.jitter?.cancel();
+    this.#backlog = undefined;
     this.#cancelRetries();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
     this.#fleet?.lease.retire();
@@ -1278,6 +1480,7 @@ export class PeriodicScheduler {
   /** Why a tick asked for now would start nothing, if it is known before the tick. */
   #refuseTick(): Extract<SyncTickResult, { ok: false }> | undefined {
     if (this.#phase !== 'ticking') return { ok: false, error: 'jobNotStarted' };
+    if (this.#completed) return { ok: false, error: 'completed' };
     if (this.#operations?.paused) return { ok: false, error: 'paused' };
     if (this.#fleet?.lease.held === false) return { ok: false, error: 'notLeaseHolder' };
     return undefined;

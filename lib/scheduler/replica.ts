@@ -116,10 +116,11 @@ export class Lease {
    * and a slot given back are written before the lease goes): resolves whether the store took it, and
    * `'paused'` when it did and the fleet has paused the job.
    */
-  writeSchedule({ grid, last, next }: PeriodicFleetSchedule): Promise<PeriodicScheduleWritten> {
+  writeSchedule(schedule: PeriodicFleetSchedule): Promise<PeriodicScheduleWritten> {
     if (this.fencingToken === 0 || now() >= this.validUntil) return Promise.resolve(false);
+    const { last, next } = schedule;
     return this.replica.write(this, {
-      grid,
+      ...schedule,
       last: Math.min(last, LAST_SLOT),
       next: Math.min(next, LAST_SLOT),
     });

@@ -36,13 +36,19 @@ export type TickResult =
   | {
       ok: false;
       error:
-        'jobNotStarted' | 'notInManualMode' | 'paused' | 'notLeaseHolder' | 'noHolder' | 'storeUnreachable';
+        | 'jobNotStarted'
+        | 'notInManualMode'
+        | 'paused'
+        | 'completed'
+        | 'notLeaseHolder'
+        | 'noHolder'
+        | 'storeUnreachable';
     };
 
 /** What `syncTick()` resolves: how the run it started ended, or why none started. */
 export type SyncTickResult =
   | { ok: true; reason: JobExitReason; error?: unknown; durationMs: number }
-  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' | 'paused' | 'notLeaseHolder' };
+  | { ok: false; error: 'jobNotStarted' | 'notInManualMode' | 'paused' | 'completed' | 'notLeaseHolder' };
 
 /** How a run ended: `error` is present when it threw or rejected. */
 export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;

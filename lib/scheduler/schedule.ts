@@ -12,7 +12,7 @@ const CATCH_UP = 1000;
  * set back cannot repeat one: each slot is sought after the last one.
  */
 export function latestSlot(
-  calendar: Calendar,
+  calendar: Slots,
   slot: number,
   wallNow: number,
 ): { slot: number; missed: number; next: number | null } {
@@ -28,6 +28,37 @@ export function latestSlot(
     [slot, next] = [next, calendar.next(next)];
   }
   return { slot, missed, next };
+}
+
+/** What the scheduler asks of a job's wall-clock slots: a cron pattern's calendar, or the one slot of `at`. */
+export interface Slots {
+  /** The first slot strictly after `after` (epoch ms), or null if there is none. */
+  next(after: number): number | null;
+  /** The last slot at or before `time`; `time` itself if none. */
+  latest(time: number): number;
+  /** The shortest gap between two slots, in ms. */
+  shortestGap(): number;
+  /** The job is done with them. */
+  release(): void;
+}
+
+/** The one slot of a job's `at` (epoch ms). */
+export class OneSlot implements Slots {
+  constructor(readonly at: number) {}
+
+  next(after: number): number | null {
+    return after < this.at ? this.at : null;
+  }
+
+  latest(time: number): number {
+    return time >= this.at ? this.at : time;
+  }
+
+  shortestGap(): number {
+    return Infinity;
+  }
+
+  release(): void {}
 }
 
 /** The calendars in use, by zone and pattern. */
@@ -47,7 +78,7 @@ const GAPS_CHECKED = 16;
  * calendar is forgotten when the last job that uses it lets it go (`release()`), so that jobs added and removed
  * with ever new patterns do not pile up parsed patterns.
  */
-export class Calendar {
+export class Calendar implements Slots {
   readonly #key: string;
   /** The jobs that use it. */
   #users = 0;

@@ -4,10 +4,13 @@ import type { ResolvedPeriodicOptions, SchedulerMode } from './options.js';
 /** What a job is doing, and what it did last: `registry.status(name)`. */
 export interface PeriodicJobStatus {
   name: string;
-  /** `'idle'` until the application has bootstrapped, `'stopped'` once it closes or the job is removed. */
-  state: 'idle' | 'ticking' | 'paused' | 'stopped';
+  /**
+   * `'idle'` until the application has bootstrapped, `'stopped'` once it closes or the job is removed;
+   * `'completed'` once its policies leave it no slot to run (`endAt`, `maxRuns`, `at`: docs/policies.md).
+   */
+  state: 'idle' | 'ticking' | 'paused' | 'completed' | 'stopped';
   mode: SchedulerMode;
-  schedule: { every: number } | { cron: string; timezone: string };
+  schedule: { every: number } | { cron: string; timezone: string } | { at: Date };
   /** Runs in flight. */
   running: number;
   /** Auto mode while ticking (and no run of a shifted job in flight); null otherwise. */
@@ -85,10 +88,7 @@ export function statusOf(source: StatusSource, record: JobRecord = NEVER): Perio
     name: options.name,
     state: source.state,
     mode: options.mode,
-    schedule:
-      options.cron === undefined
-        ? { every: options.every }
-        : { cron: options.cron, timezone: options.timezone! },
+    schedule: scheduleOf(options),
     running: source.running,
     // A slot past the range of a Date (an interval of some 270,000 years) is as good as none.
     nextTickAt:
@@ -119,6 +119,14 @@ export function statusOf(source: StatusSource, record: JobRecord = NEVER): Perio
     },
     lease: lease === undefined ? null : leaseOf(lease, source.store),
   };
+}
+
+function scheduleOf(options: ResolvedPeriodicOptions): PeriodicJobStatus['schedule'] {
+  if (options.policy !== undefined && !Number.isNaN(options.policy.at))
+    return { at: new Date(options.policy.at) };
+  return options.cron === undefined
+    ? { every: options.every }
+    : { cron: options.cron, timezone: options.timezone! };
 }
 
 function leaseOf(

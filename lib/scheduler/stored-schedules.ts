@@ -8,7 +8,10 @@ import { checkOption, JOB_OPTION_NAMES, type PeriodicOptions, resolveOptions } f
 import { invalid, NAME_RULE, readOptions } from './rules.js';
 import type { StoreCalls } from './store-calls.js';
 
-/** The options a stored schedule may have: a job's, but its name (given apart) and its guard (a function). */
+/**
+ * The options a stored schedule may have: a job's, but its name (given apart) and its guard (a function); its
+ * `exclude` is a list (not a function), and its instants are read back as ISO 8601 text.
+ */
 export type PeriodicStoredOptions = Omit<PeriodicOptions, 'name' | 'when'>;
 
 /** What a stored schedule is made of: its name, the handler that runs it, its data, and a job's options. */
@@ -116,6 +119,12 @@ export function checkDefinition(where: string, input: unknown): CheckedDefinitio
   }
   const given = readOptions(here, definitionOnly, DEFINITION_NAMES, EXAMPLE);
   const { name, handler, data, ...options } = given;
+  if (typeof options.exclude === 'function') {
+    throw new PeriodicConfigError(
+      `${here}: "exclude" cannot be stored as a function; list the days ('2026-12-25') and ranges ` +
+        "({ from: '2026-12-31', to: '2027-01-02' }) instead",
+    );
+  }
   checkOption(here, 'name', name);
   if (handler === undefined) {
     throw new PeriodicConfigError(

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   PeriodicCoordinator,
+  PeriodicFleetSchedule,
   PeriodicOperation,
   PeriodicRunEntry,
   PeriodicStoredRecord,
@@ -228,6 +229,23 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
           last: 2000,
           next: 3500,
         });
+      },
+    ],
+    [
+      "a schedule's count of claimed slots (maxRuns) is read back as written; a write without one has none",
+      async () => {
+        const coordinator = await subject.make(LEASE);
+        const name = job();
+        const token = await coordinator.acquire(name, 'a');
+        const grid = 'every 1000 regular';
+        const write = (schedule: PeriodicFleetSchedule) =>
+          coordinator.writeSchedule(name, 'a', token, schedule);
+        assert.equal(await write({ grid, last: 1000, next: 2000, runs: 1 }), true);
+        assert.equal(await write({ grid, last: 2000, next: 3000, runs: 2 }), true);
+        assert.deepEqual(await coordinator.readSchedule(name), { grid, last: 2000, next: 3000, runs: 2 });
+        assert.equal(await write({ grid, last: 2000, next: 3500 }), true, 'a write without a count');
+        assert.deepEqual(await coordinator.readSchedule(name), { grid, last: 2000, next: 3500 });
+        assert.equal(await coordinator.readSchedule(job()).then((read) => read?.runs), undefined);
       },
     ],
   ];
@@ -520,6 +538,48 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         assert.equal(await coordinator.readSchedule(stale), null);
         assert.deepEqual(await coordinator.readSchedule(back), at(9000), 'the last slot never goes back');
         assert.equal(await coordinator.readSchedule(notMine), null);
+      },
+    ],
+    [
+      'writeSchedules writes the count of claimed slots, and the heartbeat that takes the lease reads it back',
+      async () => {
+        const store = await batched(LEASE);
+        if (store === undefined) return;
+        const [a, b] = [owner(), owner()];
+        const [counted, plain] = [job(), job()];
+        const taken = await store.heartbeat({ member: member(a), renew: [], acquire: [counted, plain] });
+        const [token, plainToken] = taken.acquired.map((holding) => holding!.fencingToken);
+        const grid = 'every 1000 regular';
+        assert.deepEqual(
+          await store.writeSchedules(a, [
+            { name: counted, fencingToken: token, schedule: { grid, last: 1000, next: 2000, runs: 5 } },
+            { name: plain, fencingToken: plainToken, schedule: { grid, last: 1000, next: 2000 } },
+          ]),
+          [true, true],
+        );
+        assert.deepEqual(
+          await store.writeSchedules(a, [
+            { name: counted, fencingToken: token, schedule: { grid, last: 1000, next: 2500, runs: 5 } },
+          ]),
+          [true],
+          'the end of a shifted run: the same count',
+        );
+        await store.releaseAll(
+          a,
+          [
+            { name: counted, fencingToken: token },
+            { name: plain, fencingToken: plainToken },
+          ],
+          true,
+        );
+        const next = await store.heartbeat({ member: member(b), renew: [], acquire: [counted, plain] });
+        assert.deepEqual(
+          next.acquired.map((holding) => holding?.schedule),
+          [
+            { grid, last: 1000, next: 2500, runs: 5 },
+            { grid, last: 1000, next: 2000 },
+          ],
+        );
       },
     ],
     [

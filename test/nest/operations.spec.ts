@@ -221,7 +221,7 @@ describe('options from configuration: the module\'s "jobs"', () => {
     });
     await expect(app).rejects.toThrow(
       '@Periodic() on Cleanup.purge with jobs["Cleanup.purge"] of PeriodicModule: "timezone" applies to cron ' +
-        'jobs only, got "UTC" without "cron"',
+        'and "at" jobs only, got "UTC" with "every"',
     );
   });
 

@@ -184,6 +184,12 @@ describe('stored schedules on the in-memory coordinator', () => {
       /schedule "report:acme": "cron"/,
     );
     await expect(upsert({ ...base, when: () => true })).rejects.toThrow(/"when" cannot be stored/);
+    await expect(upsert({ ...base, exclude: () => false })).rejects.toThrow(
+      /schedule "report:acme": "exclude" cannot be stored as a function; list the days/,
+    );
+    await expect(upsert({ ...base, maxRuns: 0 })).rejects.toThrow(
+      /schedule "report:acme": "maxRuns" must be/,
+    );
     await expect(upsert({ ...base, exclusive: false })).rejects.toThrow(
       /"exclusive" must be true or left out/,
     );
@@ -231,6 +237,36 @@ describe('stored schedules on the in-memory coordinator', () => {
       /"cursor" must be a string without control characters/,
     );
     expect(await a.registry.schedules.list()).toEqual({ items: [], cursor: null });
+  });
+
+  it('a schedule takes the policies: stored, read back, and obeyed by its job on every replica', async () => {
+    fresh();
+    const [a, b] = [await replica('a'), await replica('b')];
+    const startAt = new Date(Date.now() + 200);
+    await a.registry.schedules.upsert({
+      name: 'report:once',
+      handler: 'tenant-report',
+      every: 100,
+      startAt,
+      maxRuns: 2,
+      exclude: ['2000-01-01', { from: '1999-12-24', to: '1999-12-26' }],
+      catchUp: { runs: 'none' },
+      pauseAfterFailures: 3,
+    });
+    expect(await b.registry.schedules.get('report:once')).toMatchObject({
+      startAt: startAt.toISOString(),
+      maxRuns: 2,
+      exclude: ['2000-01-01', { from: '1999-12-24', to: '1999-12-26' }],
+      catchUp: { runs: 'none' },
+      pauseAfterFailures: 3,
+    });
+    await until(() => (b.registry.has('report:once') ? true : undefined), SEEN_WITHIN);
+    await until(() =>
+      [a, b].some((app) => app.registry.status('report:once').state === 'completed') ? true : undefined,
+    );
+    const runs = ran.filter((run) => run.name === 'report:once');
+    expect(runs).toHaveLength(2);
+    expect(runs.every((run) => run.slot >= startAt.getTime())).toBe(true);
   });
 
   it('a change of data keeps the job and its grid; a change of timing makes a new job with a new grid', async () => {

@@ -4,19 +4,11 @@
 // handler never takes the lease.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import type { Redis } from 'ioredis';
-import type pg from 'pg';
-import {
-  type PeriodicContext,
-  type PeriodicCoordinator,
-  PeriodicHandler,
-  PeriodicModule,
-  PostgresCoordinator,
-  RedisCoordinator,
-} from '../../lib/index.js';
+import { type PeriodicContext, PeriodicHandler, PeriodicModule } from '../../lib/index.js';
 import { type TestApp, until, useApps } from '../nest/helpers.js';
-import { describeWithPostgres, dropTable, postgresPool, uniqueTable } from '../postgres/postgres.js';
-import { describeWithRedis, dropKeys, redisClient, uniquePrefix } from '../redis/redis.js';
+import { describeWithPostgres } from '../postgres/postgres.js';
+import { describeWithRedis } from '../redis/redis.js';
+import { type ConnectedStore, postgresStore, redisStore } from './connections.js';
 
 const LEASE_MS = 1500;
 /**
@@ -25,49 +17,7 @@ const LEASE_MS = 1500;
  */
 const SEEN_WITHIN = 4 * LEASE_MS;
 
-/** A store of the test: a coordinator per replica, each on a connection of its own. */
-interface Store {
-  coordinator(): PeriodicCoordinator;
-  cleanUp(): Promise<void>;
-}
-
-function redisStore(): Store {
-  const keyPrefix = uniquePrefix();
-  const clients: Redis[] = [];
-  return {
-    coordinator: () => {
-      const client = redisClient();
-      clients.push(client);
-      return new RedisCoordinator({ client, keyPrefix, leaseMs: LEASE_MS });
-    },
-    cleanUp: async () => {
-      for (const client of clients) client.disconnect();
-      const redis = redisClient();
-      await dropKeys(redis, keyPrefix);
-      await redis.quit();
-    },
-  };
-}
-
-function postgresStore(): Store {
-  const table = uniqueTable();
-  const pools: pg.Pool[] = [];
-  return {
-    coordinator: () => {
-      const pool = postgresPool();
-      pools.push(pool);
-      return new PostgresCoordinator({ pool, table, leaseMs: LEASE_MS });
-    },
-    cleanUp: async () => {
-      for (const pool of pools) await pool.end();
-      const pool = postgresPool();
-      await dropTable(pool, table);
-      await pool.end();
-    },
-  };
-}
-
-const stores: [string, () => Store, (name: string, tests: () => void) => void][] = [
+const stores: [string, (leaseMs: number) => ConnectedStore, (name: string, tests: () => void) => void][] = [
   ['Redis', redisStore, await describeWithRedis()],
   ['PostgreSQL', postgresStore, await describeWithPostgres()],
 ];
@@ -82,7 +32,7 @@ interface Ran {
 describe.each(stores)('stored schedules on %s', (_, makeStore, describeStore) => {
   describeStore('replicas of one application', () => {
     const createApp = useApps();
-    let store: Store;
+    let store: ConnectedStore;
     let ran: Ran[];
     afterEach(async () => {
       await store?.cleanUp();
@@ -104,7 +54,7 @@ describe.each(stores)('stored schedules on %s', (_, makeStore, describeStore) =>
     }
 
     it('a change on one replica reaches the other within leaseMs; each slot runs once, with the latest data', async () => {
-      store = makeStore();
+      store = makeStore(LEASE_MS);
       ran = [];
       const [a, b] = [await replica('a'), await replica('b')];
       const written = performance.now();
@@ -139,7 +89,7 @@ describe.each(stores)('stored schedules on %s', (_, makeStore, describeStore) =>
     }, 60_000);
 
     it('schedules outlive every replica; a replica without the handler never takes the lease', async () => {
-      store = makeStore();
+      store = makeStore(LEASE_MS);
       ran = [];
       const a = await replica('a');
       await a.registry.schedules.upsertMany(

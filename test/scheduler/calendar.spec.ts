@@ -7,8 +7,7 @@ import { cachedCalendars } from '../../lib/scheduler/schedule.js';
 import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import type { PeriodicContext } from '../../lib/scheduler/run.js';
-import { EventLog, flush } from './helpers.js';
+import { flush, useDatedJobs } from './helpers.js';
 
 const HOUR = 3_600_000;
 const schedulers: PeriodicScheduler[] = [];
@@ -19,31 +18,8 @@ afterEach(async () => {
   jest.useRealTimers();
 });
 
-type Options = Omit<PeriodicSchedulerOptions, 'name' | 'run'> &
-  Partial<Pick<PeriodicSchedulerOptions, 'run'>>;
-
 /** A cron job started on fake timers at `start`, recording the slots of its runs as ISO strings. */
-function cronJob(start: string, options: Options) {
-  jest.useFakeTimers({ now: new Date(start) });
-  const slots: string[] = [];
-  const contexts: PeriodicContext[] = [];
-  const log = new EventLog();
-  const scheduler = new PeriodicScheduler(
-    {
-      name: 'job',
-      ...options,
-      run: (context) => {
-        slots.push(context.scheduledDate.toISOString());
-        contexts.push(context);
-        return options.run?.(context);
-      },
-    },
-    log.sink,
-  );
-  scheduler.start();
-  schedulers.push(scheduler);
-  return { scheduler, slots, contexts, log };
-}
+const cronJob = useDatedJobs();
 
 /** The first slot a cron job started at `start` aims at, from its `nextTick` event. */
 function firstSlot(start: string, cron: string, timezone = 'UTC'): string {
@@ -564,7 +540,7 @@ describe('invalid input: a PeriodicConfigError naming the job, the option, the v
     [
       'timezone without cron',
       { every: 1000, timezone: 'UTC' },
-      /"timezone" applies to cron jobs only, got "UTC" without "cron"; remove it/,
+      /"timezone" applies to cron and "at" jobs only, got "UTC" with "every"; remove it/,
     ],
     [
       'initialDelay with cron',

@@ -127,3 +127,40 @@ export function stuckRun(): Promise<never> {
 export async function flush(): Promise<void> {
   for (let i = 0; i < 50; i++) await Promise.resolve();
 }
+
+/**
+ * Jobs of the calling file started on Jest's fake timers at a date of the test's choice, recording the slots of
+ * their runs as ISO strings; stopped, with the real timers back, after each test.
+ */
+export function useDatedJobs(): (
+  start: string,
+  options: Options,
+) => { scheduler: PeriodicScheduler; slots: string[]; contexts: PeriodicContext[]; log: EventLog } {
+  const schedulers: PeriodicScheduler[] = [];
+  afterEach(async () => {
+    await Promise.all(schedulers.splice(0).map((scheduler) => scheduler.stop()));
+    jest.restoreAllMocks();
+    jest.useRealTimers();
+  });
+  return (start, options) => {
+    jest.useFakeTimers({ now: new Date(start) });
+    const slots: string[] = [];
+    const contexts: PeriodicContext[] = [];
+    const log = new EventLog();
+    const scheduler = new PeriodicScheduler(
+      {
+        name: 'job',
+        ...options,
+        run: (context) => {
+          slots.push(context.scheduledDate.toISOString());
+          contexts.push(context);
+          return options.run?.(context);
+        },
+      },
+      log.sink,
+    );
+    scheduler.start();
+    schedulers.push(scheduler);
+    return { scheduler, slots, contexts, log };
+  };
+}

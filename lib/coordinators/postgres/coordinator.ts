@@ -231,31 +231,27 @@ export class PostgresCoordinator implements PeriodicCoordinator {
 
   async readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
     const [row] = (await this.#query(
-      `SELECT grid, last_slot, next_slot FROM ${this.table} WHERE name = $1 AND grid IS NOT NULL`,
+      `SELECT grid, last_slot, next_slot, runs FROM ${this.table} WHERE name = $1 AND grid IS NOT NULL`,
       [name],
-    )) as { grid?: unknown; last_slot?: unknown; next_slot?: unknown }[];
+    )) as ScheduleRow[];
     if (row === undefined) return null;
     if (typeof row.grid !== 'string')
       throw new Error(`the database answered ${describeValue(row)} to readSchedule`);
-    return {
-      grid: row.grid,
-      last: integerReply('readSchedule', row.last_slot),
-      next: integerReply('readSchedule', row.next_slot),
-    };
+    return scheduleOf('readSchedule', row);
   }
 
   async writeSchedule(
     name: string,
     owner: string,
     fencingToken: number,
-    { grid, last, next }: PeriodicFleetSchedule,
+    { grid, last, next, runs }: PeriodicFleetSchedule,
   ): Promise<boolean> {
     const rows = await this.#query(
-      `UPDATE ${this.table} SET grid = $4, last_slot = $5, next_slot = $6
+      `UPDATE ${this.table} SET grid = $4, last_slot = $5, next_slot = $6, runs = $7
        WHERE name = $1 AND owner = $2 AND fencing_token = $3 AND expires_at > clock_timestamp()
          AND (grid IS NULL OR last_slot <= $5)
        RETURNING 1`,
-      [name, owner, fencingToken, grid, last, next],
+      [name, owner, fencingToken, grid, last, next, runs ?? null],
     );
     return rows.length === 1;
   }
@@ -318,7 +314,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     const lease = `clock_timestamp() + $4::integer * interval '1 millisecond'`;
     const floor = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
     const taken =
-      'lease.name, lease.owner, lease.fencing_token, lease.grid, lease.last_slot, lease.next_slot';
+      'lease.name, lease.owner, lease.fencing_token, lease.grid, lease.last_slot, lease.next_slot, lease.runs';
     const rows = (await this.#query(
       `WITH member AS (
          INSERT INTO ${this.#members} (owner, replica, jobs, expires_at, handlers) VALUES ($1, $2, $3, ${lease}, $9)
@@ -363,18 +359,18 @@ export class PostgresCoordinator implements PeriodicCoordinator {
          RETURNING grid
        )
        SELECT 'member' AS kind, owner AS name, replica, jobs, NULL::bigint AS fencing_token,
-              handlers AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot
+              handlers AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot, NULL::bigint AS runs
          FROM ${this.#members} WHERE expires_at > clock_timestamp() AND owner <> $1
-       UNION ALL SELECT 'member', $1, $2, $3, NULL, $9, NULL, NULL
-       UNION ALL SELECT 'renewed', name, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
-       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM retaken
-       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot FROM created
-       UNION ALL SELECT 'paused', name, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table}
+       UNION ALL SELECT 'member', $1, $2, $3, NULL, $9, NULL, NULL, NULL
+       UNION ALL SELECT 'renewed', name, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
+       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot, runs FROM retaken
+       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot, runs FROM created
+       UNION ALL SELECT 'paused', name, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table}
          WHERE paused IS NOT NULL
-       UNION ALL SELECT 'trigger', request, NULL, NULL, NULL, NULL, NULL, NULL FROM carried
-       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL FROM named
-       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table} WHERE name = $8
-       UNION ALL SELECT 'schedules', NULL, NULL, NULL, coalesce(max(change), 0), NULL, NULL, NULL
+       UNION ALL SELECT 'trigger', request, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM carried
+       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM named
+       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table} WHERE name = $8
+       UNION ALL SELECT 'schedules', NULL, NULL, NULL, coalesce(max(change), 0), NULL, NULL, NULL, NULL
          FROM ${this.#schedules}`,
       [
         member.owner,
@@ -411,14 +407,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
             row.name,
             {
               fencingToken: integerReply('heartbeat', row.fencing_token),
-              schedule:
-                row.grid === null
-                  ? null
-                  : {
-                      grid: String(row.grid),
-                      last: integerReply('heartbeat', row.last_slot),
-                      next: integerReply('heartbeat', row.next_slot),
-                    },
+              schedule: row.grid === null ? null : scheduleOf('heartbeat', row),
             },
           ]),
       ),
@@ -429,8 +418,10 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     const rows = (await this.#query(
       `WITH writing AS (${this.#locking('$2::text[], $3::bigint[]')}
        )
-       UPDATE ${this.table} AS lease SET grid = written.grid, last_slot = written.last, next_slot = written.next
-       FROM writing, unnest($2::text[], $4::text[], $5::bigint[], $6::bigint[]) AS written(name, grid, last, next)
+       UPDATE ${this.table} AS lease SET grid = written.grid, last_slot = written.last, next_slot = written.next,
+         runs = written.runs
+       FROM writing, unnest($2::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
+         AS written(name, grid, last, next, runs)
        WHERE lease.name = writing.name AND written.name = writing.name
          AND (lease.grid IS NULL OR lease.last_slot <= written.last)
        RETURNING lease.name, lease.paused IS NOT NULL AS paused`,
@@ -441,6 +432,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         writes.map(({ schedule }) => schedule.grid),
         writes.map(({ schedule }) => schedule.last),
         writes.map(({ schedule }) => schedule.next),
+        writes.map(({ schedule }) => schedule.runs ?? null),
       ],
     )) as { name: string; paused: boolean }[];
     const taken = new Map(rows.map((row) => [row.name, row.paused]));
@@ -818,6 +810,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   async #readFleet(names: readonly string[]): Promise<PeriodicFleetRead[]> {
     const rows = (await this.#query(
       `SELECT wanted.name, lease.owner, lease.fencing_token, lease.paused, lease.grid, lease.last_slot, lease.next_slot,
+              lease.runs,
               lease.expires_at > clock_timestamp() AS held,
               (extract(epoch FROM lease.expires_at) * 1000)::bigint AS until,
               summary.last_success, summary.failures,
@@ -842,14 +835,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
             }
           : null,
       pause: typeof row.paused === 'string' ? operationOf(row.paused) : null,
-      schedule:
-        typeof row.grid === 'string'
-          ? {
-              grid: row.grid,
-              last: integerReply('readFleet', row.last_slot),
-              next: integerReply('readFleet', row.next_slot),
-            }
-          : null,
+      schedule: typeof row.grid === 'string' ? scheduleOf('readFleet', row) : null,
       lastRun: typeof row.last_run === 'string' ? runOf(row.last_run) : null,
       lastSucceededAt: row.last_success === null ? null : integerReply('readFleet', row.last_success),
       consecutiveFailures: row.failures === null ? 0 : integerReply('readFleet', row.failures),
@@ -1023,15 +1009,31 @@ interface Beat extends Pick<PeriodicHeartbeatReply, 'members'> {
   acquired: Map<string, { fencingToken: number; schedule: PeriodicFleetSchedule | null }>;
 }
 
+/** The columns of a job's schedule in its lease's row. */
+interface ScheduleRow {
+  grid: unknown;
+  last_slot: unknown;
+  next_slot: unknown;
+  runs: unknown;
+}
+
+/** A job's schedule from its lease's row (`grid` not null). */
+function scheduleOf(step: string, row: ScheduleRow): PeriodicFleetSchedule {
+  const schedule: PeriodicFleetSchedule = {
+    grid: String(row.grid),
+    last: integerReply(step, row.last_slot),
+    next: integerReply(step, row.next_slot),
+  };
+  if (row.runs !== null && row.runs !== undefined) schedule.runs = integerReply(step, row.runs);
+  return schedule;
+}
+
 /** A row of `readFleet`'s answer: a job, its lease's row and summary (nulls when it has none). */
-interface FleetRow {
+interface FleetRow extends ScheduleRow {
   name: string;
   owner: unknown;
   fencing_token: unknown;
   paused: unknown;
-  grid: unknown;
-  last_slot: unknown;
-  next_slot: unknown;
   held: unknown;
   until: unknown;
   last_success: unknown;
@@ -1040,15 +1042,12 @@ interface FleetRow {
 }
 
 /** A row of a heartbeat's answer: a member, a renewal, or a lease taken. */
-interface HeartbeatRow {
+interface HeartbeatRow extends ScheduleRow {
   kind: 'member' | 'renewed' | 'acquired' | 'paused' | 'trigger' | 'fleet' | 'schedules';
   name: string;
   replica: unknown;
   jobs: unknown;
   fencing_token: unknown;
-  grid: unknown;
-  last_slot: unknown;
-  next_slot: unknown;
 }
 
 /** A row of the table of stored schedules. */

@@ -40,6 +40,7 @@ export function schemaOf({
         next_slot bigint NOT NULL DEFAULT 0
       )`,
     `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS paused text`,
+    `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS runs bigint`,
     `CREATE TABLE IF NOT EXISTS ${members} (
         owner text PRIMARY KEY,
         replica text NOT NULL,

@@ -236,16 +236,16 @@ export class RedisCoordinator implements PeriodicCoordinator {
     // Lua turns the nil of a missing field into false; a client may give null.
     if (grid === null || grid === false) return null;
     if (typeof grid !== 'string') throw new Error(`Redis answered ${describeValue(reply)} to readSchedule`);
-    return { grid, last: integerReply('readSchedule', last), next: integerReply('readSchedule', next) };
+    return scheduleReply('readSchedule', grid, last, next);
   }
 
   async writeSchedule(
     name: string,
     owner: string,
     fencingToken: number,
-    { grid, last, next }: PeriodicFleetSchedule,
+    schedule: PeriodicFleetSchedule,
   ): Promise<boolean> {
-    const args = [owner, fencingToken, name, last, next, grid];
+    const args = [owner, fencingToken, name, schedule.last, nextField(schedule), schedule.grid];
     return (
       integerReply(
         'writeSchedule',
@@ -366,13 +366,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
         const fencingToken = integerReply('heartbeat', token);
         if (fencingToken === 0) return null;
         const schedule =
-          grid === '' || grid === undefined
-            ? null
-            : {
-                grid: String(grid),
-                last: integerReply('heartbeat', last),
-                next: integerReply('heartbeat', next),
-              };
+          grid === '' || grid === undefined ? null : scheduleReply('heartbeat', grid, last, next);
         return { fencingToken, schedule };
       }),
       epoch: typeof epoch === 'string' || typeof epoch === 'number' ? String(epoch) : '',
@@ -484,7 +478,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     if (writes.length === 0) return [];
     const fields: string[] = [];
     for (const { name, fencingToken, schedule } of writes) {
-      fields.push(`schedule:${name}`, `${fencingToken} ${schedule.last} ${schedule.next}`);
+      fields.push(`schedule:${name}`, `${fencingToken} ${schedule.last} ${nextField(schedule)}`);
     }
     for (const { name, fencingToken, schedule } of writes) {
       if (this.#gridChanged(name, fencingToken, schedule.grid)) fields.push(`grid:${name}`, schedule.grid);
@@ -521,7 +515,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
     const grids: (string | number)[] = [];
     for (const [i, { name, fencingToken, schedule }] of writes.entries()) {
       fields.push(`schedule:${name}`);
-      values.push(`${fencingToken} ${schedule.last} ${schedule.next}`);
+      values.push(`${fencingToken} ${schedule.last} ${nextField(schedule)}`);
       tokens.push(fencingToken);
       lasts.push(schedule.last);
       if (this.#gridChanged(name, fencingToken, schedule.grid))
@@ -656,14 +650,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
             }
           : null,
         pause: pause === '' ? null : operationOf(text(pause)),
-        schedule:
-          grid === ''
-            ? null
-            : {
-                grid: text(grid),
-                last: integerReply('readFleet', last),
-                next: integerReply('readFleet', next),
-              },
+        schedule: grid === '' ? null : scheduleReply('readFleet', grid, last, next),
         lastRun,
         lastSucceededAt: succeeded === 0 ? null : succeeded,
         consecutiveFailures:
@@ -958,4 +945,24 @@ function storedAnswer(name: string, reply: string): PeriodicStoredAnswer {
     record: storedRecordOf(name, reply.slice(tab + 1)),
     created: reply.slice(0, tab) === 'created',
   };
+}
+
+/**
+ * What a job's schedule field holds after its last slot: the next slot, and the count of slots claimed where the
+ * holder writes one (`maxRuns`), `<next> <runs>`. The scripts read and keep it as one piece.
+ */
+function nextField({ next, runs }: PeriodicFleetSchedule): string {
+  return runs === undefined ? String(next) : `${next} ${runs}`;
+}
+
+/** A job's schedule from a script's answer: its grid, last slot, and the rest of its field ({@link nextField}). */
+function scheduleReply(step: string, grid: unknown, last: unknown, next: unknown): PeriodicFleetSchedule {
+  const [slot, runs] = String(next).split(' ');
+  const schedule: PeriodicFleetSchedule = {
+    grid: String(grid),
+    last: integerReply(step, last),
+    next: integerReply(step, slot),
+  };
+  if (runs !== undefined) schedule.runs = integerReply(step, runs);
+  return schedule;
 }

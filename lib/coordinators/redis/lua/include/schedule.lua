@@ -1,5 +1,6 @@
 -- A job's schedule is the field `schedule:<name>` of the hash: the fencing token of the lease it was last taken
--- under, then, once the job has a schedule, its last and next slots (`<token> <last> <next>`); its grid is the
+-- under, then, once the job has a schedule, its last and next slots (`<token> <last> <next>`, and after them the
+-- count of slots claimed for a job with maxRuns, which the scripts keep as part of `next`); its grid is the
 -- field `grid:<name>`, written only when it changes. A claim reads and writes that one field, and checks the
 -- token in it: each acquire stamps the field with its new token. scheduleOf(hash, name) returns the field's name
 -- and the token, last and next it holds (nil when missing); stamp(hash, name, token) writes the new token into it,
