@@ -67,6 +67,7 @@ export type {
   ResolvedPeriodicOptions,
   SchedulerMode,
 } from './scheduler/options.js';
+export type { PeriodicBackfillOptions } from './scheduler/backfill.js';
 export type {
   PeriodicCatchUp,
   PeriodicExclude,

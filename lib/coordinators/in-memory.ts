@@ -93,7 +93,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
 
   async readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
     const schedule = this.schedules.get(name);
-    return schedule === undefined ? null : { ...schedule };
+    return schedule === undefined ? null : scheduleCopy(schedule);
   }
 
   async writeSchedule(
@@ -104,8 +104,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   ): Promise<boolean> {
     if (this.holder(name) !== owner || this.tokens.get(name) !== fencingToken) return false;
     if (schedule.last < (this.schedules.get(name)?.last ?? 0)) return false;
-    const { grid, last, next, runs } = schedule;
-    this.schedules.set(name, runs === undefined ? { grid, last, next } : { grid, last, next, runs });
+    this.schedules.set(name, scheduleCopy(schedule));
     return true;
   }
 
@@ -333,7 +332,10 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   }
 
   async requestTrigger(request: PeriodicTriggerRequest): Promise<void> {
-    this.triggers.set(request.name, [...(this.triggers.get(request.name) ?? []), { ...request }]);
+    this.triggers.set(request.name, [
+      ...(this.triggers.get(request.name) ?? []),
+      { ...request, ...(typeof request.backfill === 'object' ? { backfill: { ...request.backfill } } : {}) },
+    ]);
   }
 
   async readTrigger(name: string, id: string, withdraw: boolean): Promise<PeriodicTriggerState> {
@@ -381,4 +383,12 @@ let lastMicroseconds = 0;
 function microseconds(): number {
   lastMicroseconds = Math.max(Math.floor((performance.timeOrigin + now()) * 1000), lastMicroseconds + 1);
   return lastMicroseconds;
+}
+
+/** A schedule as the store keeps it, apart from the writer's object: what it holds, and nothing else. */
+function scheduleCopy({ grid, last, next, runs, backfill }: PeriodicFleetSchedule): PeriodicFleetSchedule {
+  const copy: PeriodicFleetSchedule = { grid, last, next };
+  if (runs !== undefined) copy.runs = runs;
+  if (backfill !== undefined) copy.backfill = { next: backfill.next, to: backfill.to };
+  return copy;
 }

@@ -6,7 +6,7 @@ import type {
   PeriodicTriggerRequest,
 } from '../scheduler/coordinator-port.js';
 import { isMilliseconds, type OptionRule } from '../scheduler/rules.js';
-import { readRun } from '../scheduler/reply-checks.js';
+import { ACTIONS, readRun } from '../scheduler/reply-checks.js';
 
 /**
  * A store's integer reply as a number: a number, or the digits of one (a Redis client with `stringNumbers`,
@@ -58,7 +58,6 @@ export const LEASE_MS: OptionRule = {
 export const RECORD_VERSION = 1;
 
 /** The actions of an audit trail. */
-const ACTIONS = new Set<unknown>(['pause', 'resume', 'trigger', 'create', 'update', 'remove']);
 
 /** An operation from its record, as JSON; the fields it lacks are null (or 'unknown'), those it adds ignored. */
 export function operationOf(record: string): PeriodicOperation {
@@ -124,17 +123,30 @@ export function runOf(record: string, job?: string): PeriodicRunEntry {
 /** A trigger left for the holder, from its record as JSON. */
 export function triggerOf(record: string): PeriodicTriggerRequest {
   const parsed = (JSON.parse(record) ?? {}) as Partial<Record<keyof PeriodicTriggerRequest, unknown>>;
-  const { id, name, by, replica, at } = parsed;
+  const { id, name, by, replica, at, backfill } = parsed;
   if (typeof id !== 'string' || typeof name !== 'string') {
     throw new Error(`the store keeps ${describeValue(record)}, which is not a trigger`);
   }
-  return {
+  const request: PeriodicTriggerRequest = {
     id,
     name,
     by: typeof by === 'string' ? by : null,
     replica: typeof replica === 'string' ? replica : 'unknown',
     at: typeof at === 'number' && Number.isSafeInteger(at) && at >= 0 ? at : 0,
   };
+  if (backfill === 'cancel') request.backfill = 'cancel';
+  else if (typeof backfill === 'object' && backfill !== null) {
+    const { from, to, note } = backfill as Record<string, unknown>;
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to)) {
+      throw new Error(`the store keeps ${describeValue(record)}, which is not a backfill`);
+    }
+    request.backfill = {
+      from: from as number,
+      to: to as number,
+      note: typeof note === 'string' ? note : null,
+    };
+  }
+  return request;
 }
 
 /** The holder's answer to a trigger, from its record as JSON. */

@@ -332,9 +332,50 @@ const SCRIPT = `'use strict';
     });
   });
 
+  // A backfill: its range in the viewer's zone, sent as instants; or the cancellation of the one under way.
+  function backfill(scope, action, button, body) {
+    if (button.getAttribute('aria-disabled') === 'true') return;
+    var name = scope.getAttribute('data-job');
+    var slots = function (count) { return count + ' slot' + (count === 1 ? '' : 's'); };
+    button.setAttribute('aria-disabled', 'true');
+    say((action === 'backfill' ? 'Asking for a backfill of ' : 'Cancelling the backfill of ') + name + '…');
+    post(name, action, body)
+      .then(function (got) {
+        var answer = got.answer;
+        if (!got.response.ok) {
+          var why = got.response.status === 503 ? 'the store does not answer; try again once it does' : answer.message || got.response.status;
+          say(name + ': ' + (action === 'backfill' ? 'backfill refused' : 'backfill not cancelled') + ': ' + why, true);
+        } else if (action === 'backfill') {
+          say('Backfill of ' + name + ': ' + slots(answer.slots) + ' to run');
+        } else {
+          say('Backfill of ' + name + ' cancelled: ' + slots(answer.dropped) + ' dropped');
+        }
+      })
+      .catch(function (error) { say(name + ': ' + action + ' failed (' + error.message + ')', true); })
+      .then(function () {
+        button.removeAttribute('aria-disabled');
+        return refresh();
+      });
+  }
+  document.addEventListener('submit', function (event) {
+    var form = event.target.closest('form[data-backfill]');
+    if (!form) return;
+    event.preventDefault();
+    var from = new Date(form.elements.from.value);
+    var to = new Date(form.elements.to.value);
+    if (isNaN(from.getTime()) || isNaN(to.getTime())) return say('Give the backfill both its times', true);
+    var body = { from: from.toISOString(), to: to.toISOString() };
+    if (form.elements.note.value.trim() !== '') body.note = form.elements.note.value.trim();
+    backfill(form.closest('[data-job]'), 'backfill', form.querySelector('button[type="submit"]'), body);
+  });
+
   document.addEventListener('click', function (event) {
     var button = event.target.closest && event.target.closest('button[data-action]');
     if (button) act(button);
+    var cancel = event.target.closest && event.target.closest('button[data-backfill="cancel"]');
+    if (cancel && window.confirm('Cancel the backfill? The slots it has not run yet are dropped.')) {
+      backfill(cancel.closest('[data-job]'), 'cancelBackfill', cancel, {});
+    }
     var remove = event.target.closest && event.target.closest('button[data-edit="remove"]');
     if (remove) edit(remove.closest('[data-job]'), 'remove', remove);
   });

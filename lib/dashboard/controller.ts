@@ -48,6 +48,8 @@ import {
 
 const HTML = 'text/html; charset=utf-8';
 const ACTIONS = ['trigger', 'pause', 'resume'] as const;
+/** A backfill of a past range of the job's slots, and its cancellation (docs/policies.md). */
+const BACKFILLS = ['backfill', 'cancelBackfill'] as const;
 /** What an operator may change of a stored schedule (docs/schedules.md): its timing, or whether it is there. */
 const EDITS = ['schedule', 'remove'] as const;
 type Edit = (typeof EDITS)[number];
@@ -200,7 +202,10 @@ export class DashboardController {
     return { store: storeOf(this.registry), [record === 'history' ? 'runs' : 'entries']: shown ?? null };
   }
 
-  /** `POST api/jobs/:name/trigger | pause | resume`, and of a stored schedule `schedule | remove`. */
+  /**
+   * `POST api/jobs/:name/trigger | pause | resume | backfill | cancelBackfill`, and of a stored schedule
+   * `schedule | remove`.
+   */
   @Post(WILDCARD_ROUTES.act)
   @HttpCode(200)
   async act(
@@ -213,9 +218,10 @@ export class DashboardController {
       this.#nothingHere(request);
     }
     const access = await this.#allowed(request, response, API);
-    if (![...ACTIONS, ...EDITS].includes(action as Edit)) {
+    if (![...ACTIONS, ...BACKFILLS, ...EDITS].includes(action as Edit)) {
       throw new NotFoundException(
-        `no action "${action}": the actions are ${ACTIONS.join(', ')}, and of a stored schedule ${EDITS.join(', ')}`,
+        `no action "${action}": the actions are ${[...ACTIONS, ...BACKFILLS].join(', ')}, and of a stored ` +
+          `schedule ${EDITS.join(', ')}`,
       );
     }
     if (access !== 'operate') throw new ForbiddenException('read-only access: actions are refused');
@@ -224,7 +230,9 @@ export class DashboardController {
     if (type.split(';')[0].trim().toLowerCase() !== 'application/json') {
       const example = (EDITS as readonly string[]).includes(action)
         ? EXAMPLES[action as Edit]
-        : '{"note":"maintenance"}';
+        : action === 'backfill'
+          ? BACKFILL_EXAMPLE
+          : '{"note":"maintenance"}';
       throw new UnsupportedMediaTypeException(
         `${action} takes a JSON body, for example ${example}, with Content-Type: application/json; got ${type === '' ? 'no Content-Type' : type}`,
       );
@@ -234,7 +242,8 @@ export class DashboardController {
       throw new ForbiddenException(`only the dashboard's own origin may act, and ${foreign}`);
     }
     const editing = (EDITS as readonly string[]).includes(action);
-    const note = editing ? {} : noteOf(body);
+    const range = action === 'backfill' ? rangeOf(body) : undefined;
+    const note = editing ? {} : noteOf(range === undefined ? body : range.note);
     const name = editing ? this.#stored(action as Edit, decoded(encoded)) : this.#known(decoded(encoded));
     const edit = editing ? editOf(action as Edit, name, body) : undefined;
     const spent = this.#budget.take(name);
@@ -257,6 +266,18 @@ export class DashboardController {
     }
     const by = actor === null || actor === undefined || actor === '' ? {} : { by: actor };
     if (edit !== undefined) return this.#edit(name, action as Edit, edit, by);
+    if (action === 'backfill') {
+      const { slots } = await answered(
+        this.registry.backfill(name, { ...range!.range, ...by, ...note }),
+      ).catch((error: unknown) => storeDown(action, name, error));
+      return { ok: true, slots };
+    }
+    if (action === 'cancelBackfill') {
+      const dropped = await answered(this.registry.cancelBackfill(name, { ...by, ...note })).catch(
+        (error: unknown) => storeDown(action, name, error),
+      );
+      return { ok: true, dropped };
+    }
     type Outcome = { ok: true } | { ok: false; error: string; message?: string };
     const result: Outcome = await answered<Outcome>(
       action === 'trigger'
@@ -631,6 +652,32 @@ function editOf(action: Edit, name: string, body: unknown): ScheduleEdit {
   }
   const zone = timezone === undefined || timezone === '' ? {} : { timezone: timezone as string };
   return { ifVersion: ifVersion as number, timing: { cron: cron as string, ...zone } };
+}
+
+const BACKFILL_EXAMPLE = '{"from":"2026-12-01T00:00:00Z","to":"2026-12-02T00:00:00Z","note":"the outage"}';
+
+/**
+ * The body of a backfill: `{ "from", "to", "note"? }`, the instants as ISO 8601 text (checked by the job); the
+ * note apart, as the other actions take it.
+ */
+function rangeOf(body: unknown): { range: { from: string; to: string }; note: { note?: unknown } } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new BadRequestException(
+      `the body must be a JSON object such as ${BACKFILL_EXAMPLE}, got ${describeValue(body)}`,
+    );
+  }
+  const { from, to, ...rest } = body as Record<string, unknown>;
+  for (const [key, value] of [
+    ['from', from],
+    ['to', to],
+  ] as const) {
+    if (typeof value !== 'string') {
+      throw new BadRequestException(
+        `"${key}" must be an instant as ISO 8601 text with its offset, such as ${BACKFILL_EXAMPLE}; got ${describeValue(value)}`,
+      );
+    }
+  }
+  return { range: { from: from as string, to: to as string }, note: rest };
 }
 
 /** The note of an action, for the audit trail, from the JSON body: `{}` or `{ "note": "…" }`. */

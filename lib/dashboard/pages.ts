@@ -86,6 +86,7 @@ export function jobPage(
   <dl class="summary" data-live="summary">${summary(job, page)}</dl>
   ${page.access === 'operate' ? actions(job) : ''}
   ${page.access === 'operate' && job.stored !== null ? scheduleEditor(job, job.stored) : ''}
+  ${backfillSection(job, page)}
   <section aria-labelledby="runs-title">
     <h2 id="runs-title">Runs</h2>
     <div data-live="runs">${
@@ -314,6 +315,33 @@ function buttons(job: PeriodicDashboardJob): string {
       ? '<button type="button" data-action="resume">Resume</button>'
       : '<button type="button" data-action="pause">Pause</button>'
   }`;
+}
+
+/**
+ * A backfill under way in this process, with a button that cancels it; for operators, the form that asks for one
+ * (its times in the viewer's zone, sent as instants).
+ */
+function backfillSection(job: PeriodicDashboardJobDetail, page: PageContext): string {
+  const { backfill } = job;
+  const state =
+    backfill === null
+      ? '<p>No backfill runs here.</p>'
+      : `<p>Backfill under way: ${backfill.left} slot${backfill.left === 1 ? '' : 's'} left, from ${time(backfill.next.getTime(), page.now, true)} up to ${time(backfill.to.getTime(), page.now, true)}.${page.access === 'operate' ? ' <button type="button" data-backfill="cancel" class="needs-script">Cancel the backfill</button>' : ''}</p>`;
+  const form =
+    page.access !== 'operate'
+      ? ''
+      : `<form data-backfill="ask" class="needs-script">
+<label>From <input type="datetime-local" name="from" step="1" required></label>
+<label>To <input type="datetime-local" name="to" step="1" required></label>
+<label>Note on the backfill <input type="text" name="note" maxlength="1000" placeholder="Why (optional)"></label>
+<button type="submit">Backfill</button>
+<p class="hint">Runs each slot of the schedule from “From” up to “To” (excluded), oldest first, one at a time, after the job’s own slots: at most 10,000. Times in your browser’s zone.</p>
+</form>`;
+  return `<section aria-labelledby="backfill-title" data-job="${esc(job.name)}">
+<h2 id="backfill-title">Backfill</h2>
+<div data-live="backfill">${state}</div>
+${form}
+</section>`;
 }
 
 /** Paused: in this process, or, for an exclusive job, in the fleet. */

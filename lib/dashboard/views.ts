@@ -27,9 +27,11 @@ export interface PeriodicDashboardJob {
   stored: { handler: string; version: number; updatedAt: Date; updatedBy: string | null } | null;
 }
 
-/** A job with what its own page shows beside: its options. */
+/** A job with what its own page shows beside: its options, and a backfill under way in this process. */
 export interface PeriodicDashboardJobDetail extends PeriodicDashboardJob {
   options: Record<string, unknown>;
+  /** The slot it runs next, its end (excluded) and how many slots are left; null when none runs here. */
+  backfill: { next: Date; to: Date; left: number } | null;
 }
 
 /** The failures in a row at which the dashboard shows a job down, as the health check's default. */
@@ -164,7 +166,10 @@ export async function jobDetailOf(
   health.refresh();
   const scheduler = registry.get(name);
   const job = jobOf(registry, scheduler, await registry.fleetStatus(name), health);
-  return { ...job, options: optionsOf(scheduler.options) };
+  const state = scheduler.backfillState;
+  const backfill =
+    state === undefined ? null : { next: new Date(state.next), to: new Date(state.to), left: state.left };
+  return { ...job, options: optionsOf(scheduler.options), backfill };
 }
 
 function jobOf(

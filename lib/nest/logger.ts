@@ -181,6 +181,8 @@ export function eventLogger(
             create: 'created as a stored schedule',
             update: 'updated',
             remove: 'removed',
+            backfill: 'asked to backfill',
+            cancelBackfill: 'told to cancel its backfill',
           }[event.action];
           const by = event.by === null ? '' : ` by ${event.by}`;
           const note = event.note === null ? '' : `: ${event.note}`;

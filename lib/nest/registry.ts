@@ -14,6 +14,7 @@ import type { PeriodicAuditEntry, PeriodicOperationOptions } from '../scheduler/
 import type { PeriodicJobStatus } from '../scheduler/status.js';
 import { fleetStatusAll, type PeriodicFleetStatus } from '../scheduler/fleet-status.js';
 import type { PeriodicRunRecord } from '../scheduler/history.js';
+import type { PeriodicBackfillOptions } from '../scheduler/backfill.js';
 import { PeriodicTelemetry } from './telemetry.js';
 import { PeriodicEvents } from './events.js';
 import { ModuleSettings } from './options.js';
@@ -194,6 +195,20 @@ export class PeriodicRegistry {
    */
   async trigger(name: string, options?: PeriodicOperationOptions): Promise<TickResult> {
     return this.entry(name, 'trigger').trigger(options);
+  }
+
+  /**
+   * Runs every slot of the job's schedule in `[from, to)`, oldest first, one at a time, after its own due slots
+   * (`origin: 'backfill'`); an exclusive job's on the holder, and across handovers. Resolves the number of slots
+   * ([policies](docs/policies.md#backfill)).
+   */
+  async backfill(name: string, options: PeriodicBackfillOptions): Promise<{ slots: number }> {
+    return this.entry(name, 'backfill').backfill(options);
+  }
+
+  /** Drops the slots of the job's backfill under way that have not started; resolves how many. */
+  async cancelBackfill(name: string, options?: PeriodicOperationOptions): Promise<number> {
+    return this.entry(name, 'cancelBackfill').cancelBackfill(options);
   }
 
   /**

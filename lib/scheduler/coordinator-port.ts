@@ -20,6 +20,11 @@ export interface PeriodicFleetSchedule {
    * holder writes it with every write of its schedule; given back as it was written, absent when not written.
    */
   runs?: number;
+  /**
+   * A backfill under way (`registry.backfill`): the slots of the grid from `next` up to `to` (excluded) are still
+   * to run. The holder writes it with every write of the schedule while it lasts; absent when there is none.
+   */
+  backfill?: { next: number; to: number };
 }
 
 /** A replica of the fleet as its heartbeat leaves it in the store (docs/replicas.md, "Coordination at scale"). */
@@ -107,7 +112,7 @@ export interface PeriodicScheduleWrite extends PeriodicLeaseHeld {
  * stored schedule (`create`, `update`, `remove`).
  */
 export interface PeriodicOperation {
-  action: 'pause' | 'resume' | 'trigger' | 'create' | 'update' | 'remove';
+  action: 'pause' | 'resume' | 'trigger' | 'create' | 'update' | 'remove' | 'backfill' | 'cancelBackfill';
   /** Who asked for it, as the caller named them; null when not named. */
   by: string | null;
   note: string | null;
@@ -115,6 +120,11 @@ export interface PeriodicOperation {
   replica: string;
   /** When, in wall-clock milliseconds since the epoch. */
   at: number;
+  /**
+   * A backfill of the slots in `[from, to)` (wall-clock ms) asked of the holder, with the note of the operation, or
+   * its cancellation; absent for a trigger. The holder answers with `jobId` the count of slots.
+   */
+  backfill?: { from: number; to: number; note: string | null } | 'cancel';
 }
 
 /**
@@ -129,7 +139,7 @@ export interface PeriodicRunEntry {
   replica: string;
   fencingToken: number | null;
   slot: number | null;
-  origin: 'schedule' | 'trigger' | 'manual' | 'retry' | 'recovery';
+  origin: 'schedule' | 'trigger' | 'manual' | 'retry' | 'recovery' | 'backfill';
   attempt: number;
   startedAt: number;
   finishedAt: number | null;
@@ -168,6 +178,11 @@ export interface PeriodicTriggerRequest {
   replica: string;
   /** When, in wall-clock milliseconds since the epoch. */
   at: number;
+  /**
+   * A backfill of the slots in `[from, to)` (wall-clock ms) asked of the holder, with the note of the operation, or
+   * its cancellation; absent for a trigger. The holder answers with `jobId` the count of slots.
+   */
+  backfill?: { from: number; to: number; note: string | null } | 'cancel';
 }
 
 /** What the holder answers a trigger: the run it started, or why none. */

@@ -49,7 +49,7 @@ export type PeriodicEvent =
   | {
       type: 'operated';
       name: string;
-      action: 'pause' | 'resume' | 'trigger' | 'create' | 'update' | 'remove';
+      action: 'pause' | 'resume' | 'trigger' | 'create' | 'update' | 'remove' | 'backfill' | 'cancelBackfill';
       by: string | null;
       note: string | null;
       replica: string;

@@ -43,6 +43,11 @@ export class FleetSlots implements AheadClaimer {
   #counted = 0;
   /** Whether the job counts the fleet's slots (`maxRuns`): every write of its schedule carries the count. */
   readonly #counts: boolean;
+  /** A backfill under way, which every write of the schedule carries while it lasts. */
+  #backfill: { next: number; to: number } | undefined;
+  /** The last slot and the next, as this replica last wrote them or found them when it took the lease. */
+  #last = 0;
+  #next = 0;
 
   /**
    * @param lease the job's lease, which this replica must hold to start a run.
@@ -63,10 +68,24 @@ export class FleetSlots implements AheadClaimer {
     return this.#runs;
   }
 
-  /** A write of the job's schedule, with the count of the fleet's slots if it keeps one. */
+  /** A backfill under way, as the store had it when this replica took the lease. */
+  get backfill(): { next: number; to: number } | undefined {
+    return this.#backfill;
+  }
+
+  /** Where the backfill under way stands now (undefined: none is): written to the store at once. */
+  backfilled(backfill: { next: number; to: number } | undefined): void {
+    this.#backfill = backfill === undefined ? undefined : { ...backfill };
+    void this.lease.writeSchedule(this.written(this.#last, this.#next));
+  }
+
+  /** A write of the job's schedule, with the count of the fleet's slots and a backfill, if it has them. */
   private written(last: number, next: number): PeriodicFleetSchedule {
+    this.#last = last;
+    this.#next = next;
     const schedule: PeriodicFleetSchedule = { grid: this.grid, last, next };
     if (this.#counts) schedule.runs = this.#runs;
+    if (this.#backfill !== undefined) schedule.backfill = this.#backfill;
     return schedule;
   }
 
@@ -186,6 +205,10 @@ export class FleetSlots implements AheadClaimer {
     const same = stored?.grid === this.grid;
     this.#runs = same ? (stored.runs ?? 0) : 0;
     this.#counted = same ? stored.last : 0;
+    // A backfill goes on from where the last holder left it, on a grid of other options too.
+    this.#backfill = stored?.backfill;
+    this.#last = stored?.last ?? 0;
+    this.#next = stored?.next ?? 0;
     const next = fleetNext(stored, this.grid, this.after, wallNow, this.changedAt, this.createdAt);
     if (next !== undefined) return next;
     void this.lease.writeSchedule(this.written(0, unheld || slot));

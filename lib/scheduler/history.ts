@@ -12,6 +12,7 @@ export const RUN_ORIGINS: readonly PeriodicRunEntry['origin'][] = [
   'manual',
   'retry',
   'recovery',
+  'backfill',
 ];
 
 /** A run of a job, as `history()` reads it. */
@@ -22,9 +23,9 @@ export interface PeriodicRunRecord {
   /** The replica that ran it. */
   replica: string;
   fencingToken: number | null;
-  /** The slot it ran for; null for a trigger or a manual tick. */
+  /** The slot it ran for (a backfill's too); null for a trigger or a manual tick. */
   slot: Date | null;
-  origin: 'schedule' | 'trigger' | 'manual' | 'retry' | 'recovery';
+  origin: 'schedule' | 'trigger' | 'manual' | 'retry' | 'recovery' | 'backfill';
   /** 1 for the first run of a slot. */
   attempt: number;
   startedAt: Date;

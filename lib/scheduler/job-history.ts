@@ -118,7 +118,7 @@ export class JobHistory {
   started(run: Run): void {
     const { settings } = this;
     if (settings === false) return;
-    const slot = run.slotOrigin === 'timer' ? run.slot : null;
+    const slot = run.slotOrigin === 'timer' || run.slotOrigin === 'backfill' ? run.slot : null;
     const origin = run.origin === 'timer' ? 'schedule' : run.origin;
     const fencingToken = run.fencingToken ?? null;
     const fleet = this.fleet;

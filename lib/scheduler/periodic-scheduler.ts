@@ -25,7 +25,13 @@ import {
   unwatchSystemTime,
   watchSystemTime,
 } from './deadline-timer.js';
-import { describeValue, isError, PeriodicConfigError, PeriodicTimeoutError } from './errors.js';
+import {
+  describeValue,
+  isError,
+  PeriodicConfigError,
+  PeriodicStoreError,
+  PeriodicTimeoutError,
+} from './errors.js';
 import {
   type JobExitReason,
   type PeriodicEvent,
@@ -62,7 +68,8 @@ import { isThenable, Run, type RunOutcome, type SyncTickResult, type TickResult 
 import { latestSlot, type Slots } from './schedule.js';
 import { ON_TIME_MS, type SlotFrom, type SlotPolicy } from './policies.js';
 import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
-import { answerAsker, askHolder } from './trigger-relay.js';
+import { answerAsker, askHolder, askHolderToBackfill, type HolderAnswer } from './trigger-relay.js';
+import { Backfill, BACKFILL_MAX, checkBackfill, type PeriodicBackfillOptions } from './backfill.js';
 
 /**
  * A cron job waiting for a slot looks at the wall clock at least this often (ms), so that it notices a clock set
@@ -185,10 +192,14 @@ export class PeriodicScheduler {
   readonly #policy: SlotPolicy | undefined;
   /** `'completed'`: no slot is left to run (`endAt` passed, `maxRuns` reached, the slot of `at` ran). */
   #completed = false;
+  /** No slot is left before `endAt`, which has not passed yet: the timer waits for it, and the job then completes. */
+  #ending = false;
   /** Slots that started a run, while `maxRuns` counts them (a job that is not exclusive: the fleet counts the others). */
   #slotsRun = 0;
   /** `catchUp: { runs: 'all' }`: the slots still to run one at a time, oldest first; undefined while none is. */
   #backlog: number[] | undefined;
+  /** A backfill under way (`backfill()`), here: on the holder for an exclusive job. */
+  #backfill: Backfill | undefined;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
   #slot = 0;
   /** What ticks wait for, made when one first waits for its jitter, its guard or its claim: most jobs never do. */
@@ -331,6 +342,10 @@ export class PeriodicScheduler {
 
   /** @internal The tick timer's deadline has come: `now()` read `time`. */
   onDeadline(time: number): void {
+    if (this.#ending) {
+      this.#ending = false;
+      return this.#complete();
+    }
     if (this.#policy !== undefined) return this.#policyTick(this.#policy, time);
     const calendar = this.#calendar;
     if (calendar !== undefined) return this.#slotCame(calendar);
@@ -489,10 +504,24 @@ export class PeriodicScheduler {
   /** No slot is left to run: the job is `'completed'`, and its runs in flight go on. */
   #complete(): void {
     if (this.options.mode !== 'auto') return;
-    this.#completed = true;
     cancel(this);
     if (this.#calendar !== undefined) unwatchSystemTime(this);
     this.#fleet?.armed(0, 0);
+    // No slot is left before `endAt`: the job completes once it has passed, and ticks no more meanwhile.
+    const endAt = this.#policy?.endAt ?? Infinity;
+    const wallNow = Date.now();
+    if (endAt !== Infinity && endAt > wallNow && !this.#ranAll) {
+      this.#ending = true;
+      armAt(this, now() + (endAt - wallNow));
+      return;
+    }
+    this.#completed = true;
+  }
+
+  /** Whether the job has run `maxRuns` slots (for the fleet, for an exclusive job). */
+  get #ranAll(): boolean {
+    const maxRuns = this.#policy?.maxRuns ?? Infinity;
+    return maxRuns !== Infinity && (this.#fleet === undefined ? this.#slotsRun : this.#fleet.runs) >= maxRuns;
   }
 
   /** A timer tick is due: handled now, or after a random delay under `jitter` past its slot (at once if it is that late). */
@@ -754,6 +783,7 @@ export class PeriodicScheduler {
       // Once the retry is decided: a retry waiting keeps a lease being handed over.
       this.#fleet?.lease.idle();
       this.#stopping?.drained?.();
+      if (this.#backfill !== undefined) this.#backfillSoon();
     }
   }
 
@@ -1022,7 +1052,7 @@ export class PeriodicScheduler {
     const calendar = this.#calendar;
     if (calendar !== undefined) return (time) => calendar.next(time - 1);
     const { every } = this.options;
-    return (time) => anchor + Math.max(0, Math.ceil((time - anchor) / every)) * every;
+    return (time) => anchor + Math.ceil((time - anchor) / every) * every;
   }
 
   /** `in`: the nominal delay; `at`: a cron job's next slot. */
@@ -1069,6 +1099,11 @@ export class PeriodicScheduler {
     }
     const fleet = this.#fleet!;
     const next = fleet.takeOver(stored, this.#slot, wallNow);
+    const { backfill } = fleet;
+    if (backfill !== undefined) {
+      this.#backfill = new Backfill(backfill.next, backfill.to);
+      this.#backfillSoon();
+    }
     // No slot is left: the calendar's are over, or the fleet has run `maxRuns` of them.
     if (next === 0 || fleet.runs >= (this.#policy?.maxRuns ?? Infinity)) return this.#complete();
     if (next === undefined) return;
@@ -1100,6 +1135,8 @@ export class PeriodicScheduler {
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
   leaseLost(reason: string): void {
     if (this.#wants('leaseLost')) this.#emit({ type: 'leaseLost', name: this.name, reason });
+    // The store keeps where a backfill stands: the next holder goes on from there.
+    this.#backfill = undefined;
     this.#cancelRetries();
     for (const run of this.#inFlight()) run.stop('leaseLost');
   }
@@ -1171,9 +1208,155 @@ export class PeriodicScheduler {
     }
     this.#pending?.jitter?.cancel();
     this.#backlog = undefined;
+    this.#backfill = undefined;
     this.#cancelRetries();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
     this.#fleet?.lease.retire();
+  }
+
+  // ---- Backfill ----
+
+  /**
+   * Runs every slot of the job's grid in `[from, to)` that its policies let it tick at, oldest first, one at a
+   * time, after its own due slots, as runs with `origin: 'backfill'` (docs/policies.md). An exclusive job's run on
+   * the holder, whichever replica is asked, and the next holder goes on where a handover left them. Resolves the
+   * number of slots; more than 10,000, a backfill under way, or a job that is not ticking is a
+   * {@link PeriodicConfigError}. Audited with `by` and `note`.
+   */
+  async backfill(options: PeriodicBackfillOptions): Promise<{ slots: number }> {
+    const where = `backfill() of job "${this.name}"`;
+    const { from, to, operation: asked } = checkBackfill(where, options);
+    const recorded = operation(this.name, 'backfill', asked, this.#recording.replica);
+    const carrier = this.#carrier;
+    const result =
+      carrier === undefined
+        ? this.#startBackfill({ from, to, note: recorded.note })
+        : await askHolderToBackfill(
+            carrier,
+            { ...recorded, name: this.name },
+            { from, to, note: recorded.note },
+          );
+    if (!result.ok) throw this.#backfillRefused(where, result.error, from, to);
+    void this.#operated()
+      .record(recorded)
+      .catch(() => undefined);
+    return { slots: result.jobId };
+  }
+
+  /**
+   * Drops the slots of the backfill under way that have not started (for the fleet, on an exclusive job); the run
+   * in flight goes on. Resolves how many were dropped, 0 when no backfill was under way.
+   */
+  async cancelBackfill(options?: PeriodicOperationOptions): Promise<number> {
+    const recorded = operation(this.name, 'cancelBackfill', options, this.#recording.replica);
+    const carrier = this.#carrier;
+    const result =
+      carrier === undefined
+        ? this.#cancelBackfill()
+        : await askHolderToBackfill(carrier, { ...recorded, name: this.name }, 'cancel');
+    if (!result.ok) throw this.#backfillRefused(`cancelBackfill() of job "${this.name}"`, result.error);
+    if (result.jobId > 0) {
+      void this.#operated()
+        .record(recorded)
+        .catch(() => undefined);
+    }
+    return result.jobId;
+  }
+
+  /** @internal A backfill under way: the next slot it runs from, its end, and how many slots are left. */
+  get backfillState(): { next: number; to: number; left: number } | undefined {
+    const backfill = this.#backfill;
+    if (backfill === undefined) return undefined;
+    return { next: backfill.next, to: backfill.to, left: backfill.left((time) => this.#firstAt(time)) };
+  }
+
+  /** Starts a backfill here; answers as a trigger does, `jobId` the number of slots. */
+  #startBackfill({ from, to }: { from: number; to: number; note: string | null }): HolderAnswer {
+    const refusal = this.#refuseTick();
+    if (refusal !== undefined && refusal.error !== 'completed' && refusal.error !== 'paused') return refusal;
+    if (this.#backfill !== undefined) return { ok: false, error: 'backfillUnderWay' };
+    const backfill = new Backfill(from, to);
+    const slots = backfill.left((time) => this.#firstAt(time));
+    if (slots > BACKFILL_MAX) return { ok: false, error: 'tooManySlots' };
+    if (slots > 0) {
+      this.#backfill = backfill;
+      this.#fleet?.backfilled(backfill);
+      this.#backfillSoon();
+    }
+    return { ok: true, jobId: slots };
+  }
+
+  #cancelBackfill(): HolderAnswer {
+    const backfill = this.#backfill;
+    const dropped = backfill?.left((time) => this.#firstAt(time)) ?? 0;
+    if (backfill !== undefined) {
+      this.#backfill = undefined;
+      this.#fleet?.backfilled(undefined);
+    }
+    return { ok: true, jobId: dropped };
+  }
+
+  /** Why a backfill was refused, as the error its caller gets. */
+  #backfillRefused(where: string, error: string, from?: number, to?: number): Error {
+    const range =
+      from === undefined ? '' : ` [${new Date(from).toISOString()}, ${new Date(to!).toISOString()})`;
+    if (error === 'tooManySlots') {
+      return new PeriodicConfigError(
+        `${where}: the range${range} has more than ${BACKFILL_MAX} slots of the job's schedule; backfill it in ` +
+          'parts, one after the other',
+      );
+    }
+    if (error === 'backfillUnderWay') {
+      return new PeriodicConfigError(
+        `${where}: a backfill is under way; wait for it to end, or cancel it first (cancelBackfill)`,
+      );
+    }
+    if (error === 'jobNotStarted') {
+      return new PeriodicConfigError(`${where}: the job is not ticking (not started yet, or stopped)`);
+    }
+    return new PeriodicStoreError(
+      `${where}: the holder of the job's lease could not be reached (${error}); nothing was changed, try again`,
+    );
+  }
+
+  /** The job's first slot at or after `time`: on its grid (through its next slot) or calendar, as its policies let it tick. */
+  #firstAt(time: number): number | null {
+    const from = this.#gridFrom(this.#slot === 0 ? time : this.#slot);
+    const slot = from(time);
+    const policy = this.#policy;
+    return policy === undefined || slot === null ? slot : policy.first(slot, from);
+  }
+
+  /** The next slot of the backfill runs once nothing else of the job is going on (in a later microtask). */
+  #backfillSoon(): void {
+    void Promise.resolve().then(() => this.#backfillNext());
+  }
+
+  /**
+   * Starts the next slot of the backfill, if the job is free for it: ticking, not paused, its lease held, with
+   * no run in flight, no retry waiting, no catch-up and no tick waiting for its guard or its claim. Each run's end
+   * comes back here.
+   */
+  #backfillNext(): void {
+    const backfill = this.#backfill;
+    if (backfill === undefined || this.#phase !== 'ticking' || !this.#open) return;
+    if (this.#fleet?.lease.held === false || this.#runs !== undefined || this.#retries?.size) return;
+    const pending = this.#pending;
+    if (this.#backlog !== undefined || pending?.guard === true || pending?.claim === true) return;
+    const slot = backfill.slot((time) => this.#firstAt(time));
+    if (slot === null) {
+      this.#backfill = undefined;
+      this.#fleet?.backfilled(undefined);
+      return;
+    }
+    backfill.next = slot + 1;
+    this.#fleet?.backfilled(backfill);
+    const started = this.#passGuard(new Run(this, now() - Math.max(0, Date.now() - slot), slot, 'backfill'));
+    const next = (run: Run | undefined) => {
+      if (run === undefined) this.#backfillSoon();
+    };
+    if (isThenable(started)) void started.then(next);
+    else next(started);
   }
 
   /** Manual mode: performs one tick; resolves once the guard has been evaluated and the run, if any, started. */
@@ -1215,9 +1398,12 @@ export class PeriodicScheduler {
   carry(request: PeriodicTriggerRequest): void {
     const calls = this.#fleet!.lease.replica.calls;
     const { replica } = this.#recording;
-    void this.#trigger()
-      .then((result) => answerAsker(calls, request, replica, result))
-      .catch(() => undefined);
+    const { backfill } = request;
+    const answered =
+      backfill === undefined
+        ? this.#trigger()
+        : Promise.resolve(backfill === 'cancel' ? this.#cancelBackfill() : this.#startBackfill(backfill));
+    void answered.then((result) => answerAsker(calls, request, replica, result)).catch(() => undefined);
   }
 
   async #trigger(): Promise<TickResult> {
@@ -1311,6 +1497,7 @@ export class PeriodicScheduler {
   /** @internal The job runs again: a shifted job's next tick comes `every` from now (with a run in flight: when it ends). */
   resumeTaken(wasPaused: boolean): void {
     if (wasPaused && this.options.delayMode === 'shifted' && isArmed(this)) this.#armNext(this.options.every);
+    if (this.#backfill !== undefined) this.#backfillSoon();
   }
 
   /** @internal An operation was recorded: the event `operated`. */
@@ -1385,7 +1572,7 @@ export class PeriodicScheduler {
         options: this.options,
         state: this.state,
         running: this.running,
-        nextSlot: ticking ? this.#slot : 0,
+        nextSlot: ticking && !this.#ending ? this.#slot : 0,
         lease,
         store: this.storeLog,
       },
@@ -1398,7 +1585,7 @@ export class PeriodicScheduler {
    * timer died, or has waited that long for its guard. A shifted job with a run in flight is not due.
    */
   get overdue(): boolean {
-    if (this.state !== 'ticking' || this.options.mode !== 'auto') return false;
+    if (this.state !== 'ticking' || this.options.mode !== 'auto' || this.#ending) return false;
     const interval = this.#interval();
     if (interval === undefined) return false;
     // A tick stuck on its guard (or its claim): the ticks after it come, and are all missed.

@@ -145,7 +145,17 @@ export const SCHEDULE = {
 };
 
 /** The actions an audit trail keeps. */
-const ACTIONS = new Set<string>(['pause', 'resume', 'trigger', 'create', 'update', 'remove']);
+/** Every action of an operation, as the audit trail keeps them. */
+export const ACTIONS: ReadonlySet<unknown> = new Set<PeriodicOperation['action']>([
+  'pause',
+  'resume',
+  'trigger',
+  'create',
+  'update',
+  'remove',
+  'backfill',
+  'cancelBackfill',
+]);
 
 export const OPERATION = {
   accepts: (value: unknown): value is PeriodicOperation => {

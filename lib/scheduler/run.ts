@@ -57,7 +57,7 @@ export type RunOutcome = Omit<Extract<SyncTickResult, { ok: true }>, 'ok'>;
  * Where a tick comes from: its timer, `tick()`/`syncTick()` in manual mode, `trigger()` in auto mode, the retry
  * of a run that failed, or the recovery of a slot whose holder did not finish it (`delivery: 'atLeastOnce'`).
  */
-export type TickOrigin = 'timer' | 'manual' | 'trigger' | 'retry' | 'recovery';
+export type TickOrigin = 'timer' | 'manual' | 'trigger' | 'retry' | 'recovery' | 'backfill';
 
 /** What a tick of a job carries, from its deadline until it has started its run or ended without one. */
 export interface Tick {
@@ -189,7 +189,9 @@ export class Run implements Tick, PeriodicContext {
     this.#attempt = retry?.attempt ?? 1;
     this.#slotOrigin = retry?.of ?? origin;
     // A triggered run is off the grid: its end arms no tick.
-    if (retry === undefined ? origin !== 'trigger' : retry.armsNext) this.#flags = ARMS_NEXT;
+    if (retry === undefined ? origin !== 'trigger' && origin !== 'backfill' : retry.armsNext) {
+      this.#flags = ARMS_NEXT;
+    }
   }
 
   /** 1 for the first run of a slot; 2, 3 … for its retries. */

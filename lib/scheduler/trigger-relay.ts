@@ -2,7 +2,7 @@
 // leaves it and waits for the answer (askHolder); the holder takes it with its heartbeat, starts the run and
 // answers (answerAsker). The scheduler decides when a trigger is relayed; this is how.
 import { randomUUID } from 'node:crypto';
-import type { PeriodicOperation, PeriodicTriggerRequest } from './coordinator-port.js';
+import type { PeriodicOperation, PeriodicTriggerAnswer, PeriodicTriggerRequest } from './coordinator-port.js';
 import { now, sleep } from './deadline-timer.js';
 import type { TickResult } from './run.js';
 import type { StoreCalls } from './store-calls.js';
@@ -23,6 +23,34 @@ export async function askHolder(
   calls: StoreCalls,
   asked: PeriodicOperation & { name: string },
 ): Promise<TickResult> {
+  const answer = await relay(calls, asked, undefined);
+  if (typeof answer === 'string') return { ok: false, error: answer };
+  if (answer.ok) return { ok: true, jobId: answer.jobId, replica: answer.replica };
+  return { ok: false, error: TRIGGER_ERRORS.has(answer.error) ? (answer.error as 'paused') : 'noHolder' };
+}
+
+/**
+ * A backfill, or its cancellation, carried to the holder as a trigger is: resolves the holder's answer as it
+ * is (`jobId`: the number of slots), or why it could not be carried.
+ */
+export async function askHolderToBackfill(
+  calls: StoreCalls,
+  asked: PeriodicOperation & { name: string },
+  backfill: NonNullable<PeriodicTriggerRequest['backfill']>,
+): Promise<HolderAnswer> {
+  const answer = await relay(calls, asked, backfill);
+  return typeof answer === 'string' ? { ok: false, error: answer } : answer;
+}
+
+/** What the holder answers a request carried to it: `jobId` the run it started, or the count a backfill asks. */
+export type HolderAnswer = { ok: true; jobId: number } | { ok: false; error: string };
+
+/** A request left for the holder, and its answer: the holder's, or why there is none. */
+async function relay(
+  calls: StoreCalls,
+  asked: PeriodicOperation & { name: string },
+  backfill: PeriodicTriggerRequest['backfill'],
+): Promise<PeriodicTriggerAnswer | 'noHolder' | 'storeUnreachable'> {
   const { leaseMs, marginMs, unansweredMs } = calls.timing;
   const since = now();
   const poll = Math.min(TRIGGER_POLL, marginMs);
@@ -34,7 +62,14 @@ export async function askHolder(
   for (;;) {
     if (id === '') {
       id = randomUUID();
-      const request = { id, name: asked.name, by: asked.by, replica: asked.replica, at: asked.at };
+      const request: PeriodicTriggerRequest = {
+        id,
+        name: asked.name,
+        by: asked.by,
+        replica: asked.replica,
+        at: asked.at,
+        ...(backfill === undefined ? {} : { backfill }),
+      };
       withdraw = await calls.requestTrigger(request).then(
         () => false,
         () => true,
@@ -42,29 +77,28 @@ export async function askHolder(
       if (!withdraw) answeredAt = now();
     }
     // A call begun before half of leaseMs without an answer ends, at the latest, a third of it later.
-    if (withdraw && now() - answeredAt >= unansweredMs) return { ok: false, error: 'storeUnreachable' };
+    if (withdraw && now() - answeredAt >= unansweredMs) return 'storeUnreachable';
     await sleep(poll);
     const waited = now() - since;
     const state = await calls
       .readTrigger(asked.name, id, withdraw || waited >= leaseMs)
       .catch(() => 'unknown' as const);
     if (state === 'unknown') {
-      if (now() - answeredAt >= unansweredMs) return { ok: false, error: 'storeUnreachable' };
+      if (now() - answeredAt >= unansweredMs) return 'storeUnreachable';
       continue;
     }
     answeredAt = now();
-    if (state === 'withdrawn') return { ok: false, error: 'noHolder' };
+    if (state === 'withdrawn') return 'noHolder';
     if (state === 'taken') takenAt = Math.min(takenAt, now());
     if (typeof state === 'object') {
-      if (state.ok) return { ok: true, jobId: state.jobId, replica: state.replica };
       // A holder handing the lease over: asked again, of the next.
-      if (state.error === 'notLeaseHolder' && waited < leaseMs && !withdraw) {
+      if (!state.ok && state.error === 'notLeaseHolder' && waited < leaseMs && !withdraw) {
         id = '';
         continue;
       }
-      return { ok: false, error: TRIGGER_ERRORS.has(state.error) ? (state.error as 'paused') : 'noHolder' };
+      return state;
     }
-    if (now() - takenAt >= leaseMs || waited >= 3 * leaseMs) return { ok: false, error: 'noHolder' };
+    if (now() - takenAt >= leaseMs || waited >= 3 * leaseMs) return 'noHolder';
   }
 }
 
@@ -73,7 +107,7 @@ export function answerAsker(
   calls: StoreCalls,
   request: PeriodicTriggerRequest,
   replica: string,
-  result: TickResult,
+  result: TickResult | HolderAnswer,
 ): Promise<void> {
   return calls.answerTrigger(
     request.name,

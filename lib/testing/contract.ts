@@ -232,7 +232,7 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
       },
     ],
     [
-      "a schedule's count of claimed slots (maxRuns) is read back as written; a write without one has none",
+      "a schedule's count of claimed slots (maxRuns) and its backfill are read back as written; a write without has none",
       async () => {
         const coordinator = await subject.make(LEASE);
         const name = job();
@@ -243,7 +243,17 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
         assert.equal(await write({ grid, last: 1000, next: 2000, runs: 1 }), true);
         assert.equal(await write({ grid, last: 2000, next: 3000, runs: 2 }), true);
         assert.deepEqual(await coordinator.readSchedule(name), { grid, last: 2000, next: 3000, runs: 2 });
-        assert.equal(await write({ grid, last: 2000, next: 3500 }), true, 'a write without a count');
+        const backfill = { next: 500, to: 900 };
+        assert.equal(
+          await write({ grid, last: 2000, next: 3000, backfill }),
+          true,
+          'a backfill without a count',
+        );
+        assert.deepEqual(await coordinator.readSchedule(name), { grid, last: 2000, next: 3000, backfill });
+        const both = { grid, last: 2000, next: 3000, runs: 3, backfill };
+        assert.equal(await write(both), true);
+        assert.deepEqual(await coordinator.readSchedule(name), both);
+        assert.equal(await write({ grid, last: 2000, next: 3500 }), true, 'a write without either');
         assert.deepEqual(await coordinator.readSchedule(name), { grid, last: 2000, next: 3500 });
         assert.equal(await coordinator.readSchedule(job()).then((read) => read?.runs), undefined);
       },
@@ -541,7 +551,7 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
       },
     ],
     [
-      'writeSchedules writes the count of claimed slots, and the heartbeat that takes the lease reads it back',
+      'writeSchedules writes the count of claimed slots and a backfill; the heartbeat that takes the lease reads them',
       async () => {
         const store = await batched(LEASE);
         if (store === undefined) return;
@@ -559,7 +569,11 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         );
         assert.deepEqual(
           await store.writeSchedules(a, [
-            { name: counted, fencingToken: token, schedule: { grid, last: 1000, next: 2500, runs: 5 } },
+            {
+              name: counted,
+              fencingToken: token,
+              schedule: { grid, last: 1000, next: 2500, runs: 5, backfill: { next: 100, to: 400 } },
+            },
           ]),
           [true],
           'the end of a shifted run: the same count',
@@ -576,7 +590,7 @@ function batchedContract(subject: ContractSubject, job: () => string): [string, 
         assert.deepEqual(
           next.acquired.map((holding) => holding?.schedule),
           [
-            { grid, last: 1000, next: 2500, runs: 5 },
+            { grid, last: 1000, next: 2500, runs: 5, backfill: { next: 100, to: 400 } },
             { grid, last: 1000, next: 2000 },
           ],
         );

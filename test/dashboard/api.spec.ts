@@ -131,6 +131,49 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     ]);
   });
 
+  it('POST backfill runs a past range on the holder, audited; cancelBackfill says what it dropped; bad ranges are 400', async () => {
+    const to = Date.now();
+    const asked = await post(
+      '/api/jobs/Cleanup.purge/backfill',
+      { from: new Date(to - 5000).toISOString(), to: new Date(to).toISOString(), note: 'the outage' },
+      { 'x-user': 'ops@example.com' },
+    );
+    expect([asked.status, await asked.json()]).toEqual([200, { ok: true, slots: 5 }]);
+    const backfilled = async () =>
+      (await served.registry.history('Cleanup.purge', { limit: 100 })).filter(
+        (run) => run.origin === 'backfill',
+      );
+    for (let waited = 0; (await backfilled()).length < 5 && waited < 10_000; waited += 20) await sleep(20);
+    const slots = (await backfilled()).map((run) => run.slot!.getTime());
+    expect(slots).toHaveLength(5);
+    expect(slots.every((slot) => slot >= to - 5000 && slot < to)).toBe(true);
+    const cancelled = await post('/api/jobs/Cleanup.purge/cancelBackfill', {});
+    expect([cancelled.status, await cancelled.json()]).toEqual([200, { ok: true, dropped: 0 }]);
+    const audit = (await read<{ entries: Answer[] }>(await call('/api/jobs/Cleanup.purge/audit'))).entries;
+    expect(audit[0]).toMatchObject({ action: 'backfill', by: 'ops@example.com', note: 'the outage' });
+    const tooMany = await post('/api/jobs/Cleanup.purge/backfill', {
+      from: new Date(to - 20_000_000).toISOString(),
+      to: new Date(to).toISOString(),
+    });
+    expect(tooMany.status).toBe(400);
+    expect((await read<Answer>(tooMany)).message).toMatch(/has more than 10000 slots of the job's schedule/);
+    const future = await post('/api/jobs/Cleanup.purge/backfill', {
+      from: new Date(to).toISOString(),
+      to: new Date(to + 3_600_000).toISOString(),
+    });
+    expect([future.status, (await read<Answer>(future)).message]).toEqual([
+      400,
+      expect.stringMatching(/"to" must not be in the future/),
+    ]);
+    const missing = await post('/api/jobs/Cleanup.purge/backfill', { to: new Date(to).toISOString() });
+    expect([missing.status, (await read<Answer>(missing)).message]).toEqual([
+      400,
+      expect.stringMatching(/^"from" must be an instant as ISO 8601 text/),
+    ]);
+    const extra = await post('/api/jobs/Cleanup.purge/backfill', { from: 'a', to: 'b', force: true });
+    expect(extra.status).toBe(400);
+  });
+
   it('POST schedule and remove edit a stored schedule at the version the page read; a stale one is 409', async () => {
     const { schedules } = served.registry;
     const name = `report:${platform}`;

@@ -155,6 +155,36 @@ describe('the dashboard in Chromium', () => {
     expect(problems).toEqual([]);
   }, 60_000);
 
+  it("asks for a backfill from a job's page, in the viewer's zone: the slots it runs said, a bad range refused", async () => {
+    const { context, page } = await open();
+    await page.goto(`${served.url}/jobs/Feeds.import`);
+    await page.getByRole('heading', { name: 'Backfill' }).waitFor();
+    // The viewer is in Tokyo (UTC+9): the form takes its wall-clock times, to the second.
+    const tokyo = (ms: number) => new Date(ms + 9 * 3_600_000).toISOString().slice(0, 19);
+    const to = Math.floor(Date.now() / 1000) * 1000;
+    await page.getByLabel('From').fill(tokyo(to - 3000));
+    await page.getByLabel('To', { exact: true }).fill(tokyo(to));
+    await page.getByLabel('Note on the backfill').fill('the feed was down');
+    await page.getByRole('button', { name: 'Backfill', exact: true }).click();
+    await page.getByText('Backfill of Feeds.import: 10 slots to run').waitFor();
+    const audit = page.getByRole('region', { name: 'Audit trail' });
+    await audit.getByText('the feed was down').waitFor();
+    await page.getByLabel('From').fill(tokyo(to + 3_600_000));
+    await page.getByLabel('To', { exact: true }).fill(tokyo(to + 7_200_000));
+    await page.getByRole('button', { name: 'Backfill', exact: true }).click();
+    await page.getByText(/Feeds.import: backfill refused: .*"to" must not be in the future/).waitFor();
+    await page.screenshot({ path: join(shots, 'dashboard-backfill-desktop.png'), fullPage: true });
+    const backfilled = (await served.registry.history('Feeds.import', { limit: 100 })).filter(
+      (run) => run.origin === 'backfill',
+    );
+    expect(backfilled.every((run) => run.slot!.getTime() >= to - 3000 && run.slot!.getTime() < to)).toBe(
+      true,
+    );
+    await context.close();
+    // The browser reports the refusal's answer; nothing else went wrong.
+    expect(problems.splice(0)).toEqual([expect.stringMatching(/status of 400 \(Bad Request\)/)]);
+  }, 60_000);
+
   it('edits a stored schedule from its page: a new timing saved, a stale edit refused, the schedule removed', async () => {
     const { schedules } = served.registry;
     await schedules.upsertMany(

@@ -33,12 +33,13 @@ describe.each(stores)('schedule policies on %s', (_, makeStore, describeStore) =
       store = undefined;
     });
 
-    async function replica(name: string, options: PeriodicOptions, ran: Ran[]): Promise<TestApp> {
+    async function replica(name: string, options: PeriodicOptions, ran: Ran[], runMs = 0): Promise<TestApp> {
       @Injectable()
       class Reports {
         @Periodic({ name: 'report', exclusive: true, ...options })
-        send(ctx: PeriodicContext): void {
+        async send(ctx: PeriodicContext): Promise<void> {
           ran.push({ replica: name, slot: ctx.scheduledDate.getTime() });
+          if (runMs > 0) await sleep(runMs);
         }
       }
       return createApp({
@@ -94,5 +95,44 @@ describe.each(stores)('schedule policies on %s', (_, makeStore, describeStore) =
       expect(ran.slice(down).every((run) => run.replica === 'b')).toBe(true);
       expect(b.registry.status('report').counts.missed).toBe(0);
     }, 40_000);
+
+    it('a backfill asked of any replica runs on the holder, and the next holder goes on where a handover left it', async () => {
+      store = makeStore(LEASE_MS);
+      const ran: Ran[] = [];
+      // No slot of the grid comes during the test: every run is the backfill's.
+      const options = { every: 3_600_000 };
+      const apps = new Map([
+        ['a', await replica('a', options, ran, 100)],
+        ['b', await replica('b', options, ran, 100)],
+      ]);
+      const holder = await holderOf(apps);
+      const [[, asked]] = [...apps].filter(([name]) => name !== holder);
+      const to = Date.now();
+      const { slots } = await asked.registry.backfill('report', {
+        from: new Date(to - 20 * 60_000 * 60),
+        to: new Date(to),
+        by: 'alice',
+        note: 'the outage of Monday',
+      });
+      expect(slots).toBe(20);
+      await until(() => (ran.length >= 5 ? true : undefined), 20_000);
+      // The replica that runs the backfill now (the spread may have moved the job since it was asked) goes.
+      await apps.get(ran.at(-1)!.replica)!.close();
+      await until(() => (ran.length >= 20 ? true : undefined), 30_000);
+      await sleep(500);
+      const times = ran.map((run) => run.slot);
+      expect(ran).toHaveLength(20);
+      expect(new Set(times).size).toBe(20);
+      expect(times).toEqual([...times].sort((x, y) => x - y));
+      expect(times.every((slot) => slot < to && slot >= to - 20 * 3_600_000)).toBe(true);
+      expect(new Set(ran.map((run) => run.replica))).toEqual(new Set(['a', 'b']));
+      expect((await asked.registry.audit('report'))[0]).toMatchObject({
+        action: 'backfill',
+        by: 'alice',
+        note: 'the outage of Monday',
+      });
+      const history = await asked.registry.history('report', { limit: 20 });
+      expect(history.every((run) => run.origin === 'backfill')).toBe(true);
+    }, 60_000);
   });
 });

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
-import { deferred, flush, useDatedJobs } from './helpers.js';
+import { type Deferred, deferred, flush, useDatedJobs } from './helpers.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -54,6 +54,9 @@ describe('lifetime: startAt, endAt, maxRuns, at', () => {
     expect(scheduler.state).toBe('ticking');
     jest.advanceTimersByTime(HOUR);
     expect(times(slots)).toEqual(['2027-01-01T01:00', '2027-01-01T02:00']);
+    // No slot is left, and endAt has not passed: the job still ticks, with no next tick.
+    expect(scheduler.status()).toMatchObject({ state: 'ticking', nextTickAt: null });
+    jest.advanceTimersByTime(30 * MINUTE);
     expect(scheduler.state).toBe('completed');
     expect(scheduler.status()).toMatchObject({ state: 'completed', nextTickAt: null });
     expect(jest.getTimerCount()).toBe(0);
@@ -110,6 +113,39 @@ describe('lifetime: startAt, endAt, maxRuns, at', () => {
     jest.setSystemTime(new Date('2027-01-01T05:00:00Z'));
     jest.advanceTimersByTime(10_000);
     expect(slots).toEqual(['2027-01-01T01:00:00.000Z']);
+  });
+});
+
+describe.each([
+  ['an every job', { every: HOUR }],
+  ['a cron job', { cron: '0 * * * *', timezone: 'UTC' }],
+] as const)('on %s', (_, timing) => {
+  it('startAt, endAt and maxRuns bound its slots', () => {
+    const { scheduler, slots } = job('2027-01-01T00:00:00Z', {
+      ...timing,
+      startAt: '2027-01-01T02:00:00Z',
+      endAt: '2027-01-01T09:00:00Z',
+      maxRuns: 4,
+    });
+    jest.advanceTimersByTime(12 * HOUR);
+    expect(times(slots)).toEqual([
+      '2027-01-01T02:00',
+      '2027-01-01T03:00',
+      '2027-01-01T04:00',
+      '2027-01-01T05:00',
+    ]);
+    expect(scheduler.state).toBe('completed');
+  });
+
+  it('pauseAfterFailures pauses it after that many failed slots in a row', async () => {
+    const { scheduler, slots } = job('2027-01-01T00:00:00Z', {
+      ...timing,
+      pauseAfterFailures: 3,
+      run: () => Promise.reject(new Error('down')),
+    });
+    await jest.advanceTimersByTimeAsync(5 * HOUR);
+    expect(slots).toHaveLength(3);
+    expect(scheduler.state).toBe('paused');
   });
 });
 
@@ -438,5 +474,138 @@ describe('checks', () => {
     expect(errorOf({})).toMatch(
       /or give "cron", a pattern such as '0 3 \* \* \*', or "at", an instant for one run/,
     );
+  });
+});
+
+describe('backfill', () => {
+  it('runs each slot of the grid in [from, to), oldest first, one at a time, as backfill runs, audited', async () => {
+    const running: Deferred<void>[] = [];
+    const { scheduler, slots, log } = job('2027-01-01T12:00:00Z', {
+      every: HOUR,
+      run: (ctx) => {
+        if (ctx.scheduledDate.getTime() >= Date.parse('2027-01-01T12:00:00Z')) return undefined;
+        const run = deferred();
+        running.push(run);
+        return run.promise;
+      },
+    });
+    await expect(
+      scheduler.backfill({
+        from: '2027-01-01T08:30:00Z',
+        to: new Date('2027-01-01T12:00:00Z'),
+        by: 'alice',
+        note: 'outage',
+      }),
+    ).resolves.toEqual({ slots: 3 });
+    await flush();
+    expect(times(slots)).toEqual(['2027-01-01T09:00']);
+    expect(scheduler.backfillState).toEqual({
+      next: Date.parse('2027-01-01T09:00:00.001Z'),
+      to: Date.parse('2027-01-01T12:00:00Z'),
+      left: 2,
+    });
+    running[0].resolve();
+    await flush();
+    expect(times(slots)).toEqual(['2027-01-01T09:00', '2027-01-01T10:00']);
+    running[1].resolve();
+    await flush();
+    running[2].resolve();
+    await flush();
+    expect(times(slots)).toEqual(['2027-01-01T09:00', '2027-01-01T10:00', '2027-01-01T11:00']);
+    expect(scheduler.backfillState).toBeUndefined();
+    const history = await scheduler.history();
+    expect(history.map((run) => [run.origin, run.slot?.toISOString().slice(11, 16)])).toEqual([
+      ['backfill', '11:00'],
+      ['backfill', '10:00'],
+      ['backfill', '09:00'],
+    ]);
+    expect(await scheduler.audit()).toEqual([
+      expect.objectContaining({ action: 'backfill', by: 'alice', note: 'outage' }),
+    ]);
+    expect(log.of('operated')).toEqual([expect.objectContaining({ action: 'backfill', by: 'alice' })]);
+    // The grid goes on as before.
+    await jest.advanceTimersByTimeAsync(HOUR);
+    expect(times(slots).at(-1)).toBe('2027-01-01T13:00');
+  });
+
+  it("leaves out what the job's policies leave out, and waits for a pause to end", async () => {
+    const { scheduler, slots } = job('2027-01-10T12:00:00Z', {
+      cron: '0 6 * * *',
+      timezone: 'UTC',
+      exclude: ['2027-01-05', { from: '2027-01-07', to: '2027-01-08' }],
+    });
+    await scheduler.pause();
+    await expect(scheduler.backfill({ from: '2027-01-01', to: '2027-01-10' })).resolves.toEqual({ slots: 6 });
+    await flush();
+    expect(slots).toEqual([]);
+    await scheduler.resume();
+    await flush();
+    expect(slots.map((slot) => slot.slice(0, 10))).toEqual([
+      '2027-01-01',
+      '2027-01-02',
+      '2027-01-03',
+      '2027-01-04',
+      '2027-01-06',
+      '2027-01-09',
+    ]);
+  });
+
+  it('cancelBackfill drops the slots not started, says how many, and is audited; with none under way, 0', async () => {
+    const first = deferred();
+    const { scheduler, slots } = job('2027-01-01T12:00:00Z', { every: MINUTE, run: () => first.promise });
+    expect(await scheduler.cancelBackfill()).toBe(0);
+    await scheduler.backfill({ from: '2027-01-01T11:00:00Z', to: '2027-01-01T12:00:00Z' });
+    await flush();
+    expect(slots).toHaveLength(1);
+    expect(await scheduler.cancelBackfill({ by: 'bob' })).toBe(59);
+    first.resolve();
+    await flush();
+    expect(slots).toHaveLength(1);
+    expect((await scheduler.audit()).map((entry) => [entry.action, entry.by])).toEqual([
+      ['cancelBackfill', 'bob'],
+      ['backfill', null],
+    ]);
+  });
+
+  it('refuses a range in the future, empty, too long, or while another is under way, saying why', async () => {
+    const { scheduler } = job('2027-01-01T12:00:00Z', {
+      every: 1000,
+      jobShutdown: 'brutalKill',
+      run: () => new Promise(() => undefined),
+    });
+    await expect(
+      scheduler.backfill({ from: '2027-01-01T11:00:00Z', to: '2027-01-01T13:00:00Z' }),
+    ).rejects.toThrow(
+      /^backfill\(\) of job "job": "to" must not be in the future, got "2027-01-01T13:00:00Z"/,
+    );
+    await expect(
+      scheduler.backfill({ from: '2027-01-01T11:00:00Z', to: '2027-01-01T11:00:00Z' }),
+    ).rejects.toThrow('"to" (2027-01-01T11:00:00.000Z) must come after "from" (2027-01-01T11:00:00.000Z)');
+    await expect(
+      scheduler.backfill({ from: '2027-01-01T08:00:00Z', to: '2027-01-01T11:00:00Z' }),
+    ).rejects.toThrow(
+      'backfill() of job "job": the range [2027-01-01T08:00:00.000Z, 2027-01-01T11:00:00.000Z) has more than 10000 ' +
+        "slots of the job's schedule; backfill it in parts",
+    );
+    await expect(
+      scheduler.backfill({ from: 'yesterday', to: '2027-01-01T11:00:00Z' } as never),
+    ).rejects.toThrow(PeriodicConfigError);
+    await expect(scheduler.backfill({ to: '2027-01-01T11:00:00Z' } as never)).rejects.toThrow(
+      /"from" must be/,
+    );
+    await scheduler.backfill({ from: '2027-01-01T11:00:00Z', to: '2027-01-01T11:01:00Z' });
+    await expect(
+      scheduler.backfill({ from: '2027-01-01T10:00:00Z', to: '2027-01-01T10:01:00Z' }),
+    ).rejects.toThrow(
+      'backfill() of job "job": a backfill is under way; wait for it to end, or cancel it first (cancelBackfill)',
+    );
+  });
+
+  it('a backfill run in shifted mode does not move the next tick', async () => {
+    const { scheduler, slots } = job('2027-01-01T12:00:00Z', { every: HOUR, delayMode: 'shifted' });
+    await scheduler.backfill({ from: '2027-01-01T11:00:00Z', to: '2027-01-01T12:00:00Z' });
+    await flush();
+    expect(slots).toHaveLength(1);
+    expect(scheduler.status().nextTickAt).toEqual(new Date('2027-01-01T13:00:00Z'));
   });
 });

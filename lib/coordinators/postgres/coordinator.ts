@@ -231,7 +231,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
 
   async readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
     const [row] = (await this.#query(
-      `SELECT grid, last_slot, next_slot, runs FROM ${this.table} WHERE name = $1 AND grid IS NOT NULL`,
+      `SELECT grid, last_slot, next_slot, runs, backfill FROM ${this.table} WHERE name = $1 AND grid IS NOT NULL`,
       [name],
     )) as ScheduleRow[];
     if (row === undefined) return null;
@@ -244,14 +244,15 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     name: string,
     owner: string,
     fencingToken: number,
-    { grid, last, next, runs }: PeriodicFleetSchedule,
+    schedule: PeriodicFleetSchedule,
   ): Promise<boolean> {
+    const { grid, last, next, runs } = schedule;
     const rows = await this.#query(
-      `UPDATE ${this.table} SET grid = $4, last_slot = $5, next_slot = $6, runs = $7
+      `UPDATE ${this.table} SET grid = $4, last_slot = $5, next_slot = $6, runs = $7, backfill = $8
        WHERE name = $1 AND owner = $2 AND fencing_token = $3 AND expires_at > clock_timestamp()
          AND (grid IS NULL OR last_slot <= $5)
        RETURNING 1`,
-      [name, owner, fencingToken, grid, last, next, runs ?? null],
+      [name, owner, fencingToken, grid, last, next, runs ?? null, backfillText(schedule)],
     );
     return rows.length === 1;
   }
@@ -314,7 +315,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     const lease = `clock_timestamp() + $4::integer * interval '1 millisecond'`;
     const floor = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
     const taken =
-      'lease.name, lease.owner, lease.fencing_token, lease.grid, lease.last_slot, lease.next_slot, lease.runs';
+      'lease.name, lease.owner, lease.fencing_token, lease.grid, lease.last_slot, lease.next_slot, lease.runs, lease.backfill';
     const rows = (await this.#query(
       `WITH member AS (
          INSERT INTO ${this.#members} (owner, replica, jobs, expires_at, handlers) VALUES ($1, $2, $3, ${lease}, $9)
@@ -359,18 +360,22 @@ export class PostgresCoordinator implements PeriodicCoordinator {
          RETURNING grid
        )
        SELECT 'member' AS kind, owner AS name, replica, jobs, NULL::bigint AS fencing_token,
-              handlers AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot, NULL::bigint AS runs
+              handlers AS grid, NULL::bigint AS last_slot, NULL::bigint AS next_slot, NULL::bigint AS runs,
+              NULL::text AS backfill
          FROM ${this.#members} WHERE expires_at > clock_timestamp() AND owner <> $1
-       UNION ALL SELECT 'member', $1, $2, $3, NULL, $9, NULL, NULL, NULL
-       UNION ALL SELECT 'renewed', name, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
-       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot, runs FROM retaken
-       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot, runs FROM created
-       UNION ALL SELECT 'paused', name, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table}
+       UNION ALL SELECT 'member', $1, $2, $3, NULL, $9, NULL, NULL, NULL, NULL
+       UNION ALL SELECT 'renewed', name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
+       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot, runs, backfill
+         FROM retaken
+       UNION ALL SELECT 'acquired', name, NULL, NULL, fencing_token, grid, last_slot, next_slot, runs, backfill
+         FROM created
+       UNION ALL SELECT 'paused', name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table}
          WHERE paused IS NOT NULL
-       UNION ALL SELECT 'trigger', request, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM carried
-       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM named
-       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table} WHERE name = $8
-       UNION ALL SELECT 'schedules', NULL, NULL, NULL, coalesce(max(change), 0), NULL, NULL, NULL, NULL
+       UNION ALL SELECT 'trigger', request, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM carried
+       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM named
+       UNION ALL SELECT 'fleet', grid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM ${this.table}
+         WHERE name = $8
+       UNION ALL SELECT 'schedules', NULL, NULL, NULL, coalesce(max(change), 0), NULL, NULL, NULL, NULL, NULL
          FROM ${this.#schedules}`,
       [
         member.owner,
@@ -419,9 +424,9 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       `WITH writing AS (${this.#locking('$2::text[], $3::bigint[]')}
        )
        UPDATE ${this.table} AS lease SET grid = written.grid, last_slot = written.last, next_slot = written.next,
-         runs = written.runs
-       FROM writing, unnest($2::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
-         AS written(name, grid, last, next, runs)
+         runs = written.runs, backfill = written.backfill
+       FROM writing, unnest($2::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::text[])
+         AS written(name, grid, last, next, runs, backfill)
        WHERE lease.name = writing.name AND written.name = writing.name
          AND (lease.grid IS NULL OR lease.last_slot <= written.last)
        RETURNING lease.name, lease.paused IS NOT NULL AS paused`,
@@ -433,6 +438,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
         writes.map(({ schedule }) => schedule.last),
         writes.map(({ schedule }) => schedule.next),
         writes.map(({ schedule }) => schedule.runs ?? null),
+        writes.map(({ schedule }) => backfillText(schedule)),
       ],
     )) as { name: string; paused: boolean }[];
     const taken = new Map(rows.map((row) => [row.name, row.paused]));
@@ -810,7 +816,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   async #readFleet(names: readonly string[]): Promise<PeriodicFleetRead[]> {
     const rows = (await this.#query(
       `SELECT wanted.name, lease.owner, lease.fencing_token, lease.paused, lease.grid, lease.last_slot, lease.next_slot,
-              lease.runs,
+              lease.runs, lease.backfill,
               lease.expires_at > clock_timestamp() AS held,
               (extract(epoch FROM lease.expires_at) * 1000)::bigint AS until,
               summary.last_success, summary.failures,
@@ -1015,6 +1021,13 @@ interface ScheduleRow {
   last_slot: unknown;
   next_slot: unknown;
   runs: unknown;
+  /** A backfill under way: `<next> <to>`. */
+  backfill: unknown;
+}
+
+/** A schedule's backfill as its column holds it, or null. */
+function backfillText({ backfill }: PeriodicFleetSchedule): string | null {
+  return backfill === undefined ? null : `${backfill.next} ${backfill.to}`;
 }
 
 /** A job's schedule from its lease's row (`grid` not null). */
@@ -1025,6 +1038,10 @@ function scheduleOf(step: string, row: ScheduleRow): PeriodicFleetSchedule {
     next: integerReply(step, row.next_slot),
   };
   if (row.runs !== null && row.runs !== undefined) schedule.runs = integerReply(step, row.runs);
+  if (typeof row.backfill === 'string') {
+    const [next, to] = row.backfill.split(' ');
+    schedule.backfill = { next: integerReply(step, next), to: integerReply(step, to) };
+  }
   return schedule;
 }
 

@@ -41,6 +41,7 @@ export function schemaOf({
       )`,
     `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS paused text`,
     `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS runs bigint`,
+    `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS backfill text`,
     `CREATE TABLE IF NOT EXISTS ${members} (
         owner text PRIMARY KEY,
         replica text NOT NULL,

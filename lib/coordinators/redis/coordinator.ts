@@ -948,21 +948,26 @@ function storedAnswer(name: string, reply: string): PeriodicStoredAnswer {
 }
 
 /**
- * What a job's schedule field holds after its last slot: the next slot, and the count of slots claimed where the
- * holder writes one (`maxRuns`), `<next> <runs>`. The scripts read and keep it as one piece.
+ * What a job's schedule field holds after its last slot, which the scripts read and keep as one piece: the next
+ * slot; then, where the holder writes them, the count of slots claimed (`maxRuns`; `-` for none) and a backfill
+ * under way, its next slot and its end: `<next>`, `<next> <runs>` or `<next> <runs> <backfill next> <backfill to>`.
  */
-function nextField({ next, runs }: PeriodicFleetSchedule): string {
+function nextField({ next, runs, backfill }: PeriodicFleetSchedule): string {
+  if (backfill !== undefined) return `${next} ${runs ?? '-'} ${backfill.next} ${backfill.to}`;
   return runs === undefined ? String(next) : `${next} ${runs}`;
 }
 
 /** A job's schedule from a script's answer: its grid, last slot, and the rest of its field ({@link nextField}). */
 function scheduleReply(step: string, grid: unknown, last: unknown, next: unknown): PeriodicFleetSchedule {
-  const [slot, runs] = String(next).split(' ');
+  const [slot, runs, backfillNext, backfillTo] = String(next).split(' ');
   const schedule: PeriodicFleetSchedule = {
     grid: String(grid),
     last: integerReply(step, last),
     next: integerReply(step, slot),
   };
-  if (runs !== undefined) schedule.runs = integerReply(step, runs);
+  if (runs !== undefined && runs !== '-') schedule.runs = integerReply(step, runs);
+  if (backfillNext !== undefined) {
+    schedule.backfill = { next: integerReply(step, backfillNext), to: integerReply(step, backfillTo) };
+  }
   return schedule;
 }
