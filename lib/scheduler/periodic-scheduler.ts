@@ -429,7 +429,7 @@ export class PeriodicScheduler {
         const latest =
           calendar === undefined ? slot + Math.floor((reach - slot) / every) * every : calendar.latest(reach);
         if (latest > slot) {
-          count += calendar === undefined ? (latest - slot) / every - 1 : 1;
+          count += calendar === undefined ? (latest - slot) / every : 1;
           slot = this.#policy!.first(latest, this.#gridFrom(latest));
           continue;
         }
@@ -679,11 +679,10 @@ export class PeriodicScheduler {
     // that had this replica's name before).
     const record = this.#recorded();
     const run = tick;
-    const policy = this.#policy;
-    if (run.origin === 'timer' && policy !== undefined && policy.maxRuns !== Infinity) {
+    if (run.origin === 'timer' && this.#policy !== undefined) {
       // An exclusive job's slots are the fleet's to count: its claim counted this one.
-      const runs = this.#fleet === undefined ? ++this.#slotsRun : this.#fleet.runs;
-      if (runs >= policy.maxRuns) {
+      if (this.#fleet === undefined) this.#slotsRun++;
+      if (this.#ranAll) {
         this.#backlog = undefined;
         this.#complete();
       }
@@ -948,9 +947,9 @@ export class PeriodicScheduler {
 
   /** `pauseAfterFailures`: a slot failed; the job is paused when it was the n-th in a row (2n-th after a resume…). */
   #failedInARow(): void {
-    const limit = this.#policy?.pauseAfterFailures ?? Infinity;
-    const failures = this.#record!.consecutiveFailures;
-    if (failures % limit !== 0 || this.state !== 'ticking') return;
+    const limit = this.#policy?.pauseAfterFailures;
+    if (limit === undefined || limit === Infinity) return;
+    if (this.#record!.consecutiveFailures % limit !== 0 || this.state !== 'ticking') return;
     const note =
       `${limit} slot${limit === 1 ? '' : 's'} in a row failed after their retries (pauseAfterFailures: ${limit}); ` +
       'resume the job to run it again';
@@ -980,6 +979,10 @@ export class PeriodicScheduler {
     if (calendar === undefined) return this.#armNext(this.options.initialDelay);
     const slot = calendar.next(Date.now());
     const policy = this.#policy;
+    // The slot of an exclusive job's `at` that passed before it started: the fleet's schedule says if it ran.
+    if (slot === null && policy !== undefined && this.#fleet !== undefined && !Number.isNaN(policy.at)) {
+      return this.#aim(policy.at, Date.now());
+    }
     this.#armSlot(policy === undefined || slot === null ? slot : policy.first(slot, this.#gridFrom(slot)));
   }
 

@@ -3,6 +3,7 @@
 // catchUp 'latest', 'all' and 'none' with and without a window, on `every` and `cron` jobs; pauseAfterFailures;
 // and the checks of the options.
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
 import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
@@ -607,5 +608,31 @@ describe('backfill', () => {
     await flush();
     expect(slots).toHaveLength(1);
     expect(scheduler.status().nextTickAt).toEqual(new Date('2027-01-01T13:00:00Z'));
+  });
+});
+
+describe('at, on an exclusive job', () => {
+  it('a slot that passed before the fleet started runs once, late; a replica started after it ran completes', async () => {
+    const store = new InMemoryCoordinator({ leaseMs: 1000 });
+    const at = new Date('2027-01-01T09:00:00Z');
+    const first = job('2027-01-01T09:30:00Z', { at, exclusive: true, coordinator: store });
+    await jest.advanceTimersByTimeAsync(2000);
+    expect(first.slots).toEqual(['2027-01-01T09:00:00.000Z']);
+    expect(first.scheduler.state).toBe('completed');
+    await first.scheduler.stop();
+    const again = new PeriodicScheduler({
+      name: 'job',
+      at,
+      exclusive: true,
+      coordinator: store,
+      run: () => {
+        throw new Error('the slot ran twice');
+      },
+    });
+    again.start();
+    await jest.advanceTimersByTimeAsync(5000);
+    expect(again.state).toBe('completed');
+    expect(again.status().counts.started).toBe(0);
+    await again.stop();
   });
 });
