@@ -68,6 +68,7 @@ export type {
   SchedulerMode,
 } from './scheduler/options.js';
 export type { PeriodicBackfillOptions } from './scheduler/backfill.js';
+export type { PeriodicCheckIn, PeriodicCheckInEvent, PeriodicCheckIns } from './scheduler/check-ins.js';
 export type {
   PeriodicCatchUp,
   PeriodicExclude,

@@ -101,6 +101,10 @@ export class RunTelemetry {
       description: 'Slots dropped, by job',
       unit: '{tick}',
     });
+    this.checkInsFailed = meter.createCounter('periodic.checkins.failed', {
+      description: 'Check-ins that failed after their retry, by job',
+      unit: '{check-in}',
+    });
     events.on('started', ({ name, startedAt, scheduledAt }) =>
       this.guarded(name, () =>
         lateness.record((startedAt - scheduledAt) / 1000, { 'periodic.job.name': name }),
@@ -117,6 +121,14 @@ export class RunTelemetry {
         this.endSpan(name, jobId, reason, error);
       }),
     );
+  }
+
+  /** The counter of check-ins that failed. */
+  private readonly checkInsFailed;
+
+  /** A check-in of job `name` failed after its retry. */
+  checkInFailed(name: string): void {
+    this.guarded(name, () => this.checkInsFailed.add(1, { 'periodic.job.name': name }));
   }
 
   /** Calls the job inside the span of its run; without one if OpenTelemetry fails to make it. */

@@ -25,6 +25,7 @@ import {
   readOptions,
 } from '../scheduler/rules.js';
 import type { PeriodicCoordinator } from '../scheduler/coordinator-port.js';
+import { CHECK_INS_RULE, type PeriodicCheckIns } from '../scheduler/check-ins.js';
 import { LOGGER_CONTEXT, PERIODIC_MODULE_OPTIONS } from './constants.js';
 import { DEFAULT_LOG_LEVELS, LOG_KINDS, LOG_LEVELS, type PeriodicLoggerLevels } from './logger.js';
 
@@ -70,6 +71,12 @@ export interface PeriodicModuleOptions {
    * `@opentelemetry/api` (an optional peer). @default false
    */
   telemetry?: boolean;
+  /**
+   * Check-ins to an outside monitor, for every job that does not set its own `checkIn` (docs/alerts.md): each run
+   * pings `POST <url>/start`, `<url>` when it ends normally, `<url>/fail` otherwise; or `send(event)` does.
+   * @default none
+   */
+  checkIns?: PeriodicCheckIns;
 }
 
 /** The module's options, validated, with defaults filled in. */
@@ -83,6 +90,7 @@ export interface ResolvedModuleOptions {
   readonly history: HistorySettings;
   readonly errors: 'message' | 'name';
   readonly telemetry: boolean;
+  readonly checkIns: PeriodicCheckIns | undefined;
 }
 
 const isObject = (value: unknown): value is object =>
@@ -106,6 +114,7 @@ const MODULE_RULES = {
   history: HISTORY_RULE,
   errors: oneOf('message', 'name'),
   telemetry: { accepts: (value) => typeof value === 'boolean', expected: 'true or false' },
+  checkIns: CHECK_INS_RULE,
 } satisfies Record<keyof PeriodicModuleOptions, OptionRule>;
 /** The rules of every option of a job but its name, which is how `jobs` finds it. */
 const OVERRIDE_RULES = Object.fromEntries(
@@ -136,6 +145,7 @@ export function resolveModuleOptions(input: unknown, where: string): ResolvedMod
     history: resolved,
     errors,
     telemetry,
+    checkIns: given.checkIns,
   };
 }
 

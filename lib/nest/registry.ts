@@ -1,5 +1,7 @@
-import { Injectable } from '@nestjs/common';
-import { describeValue, PeriodicConfigError, PeriodicNotFoundError } from '../scheduler/errors.js';
+import { Injectable, Logger } from '@nestjs/common';
+import { describeValue, messageOf, PeriodicConfigError, PeriodicNotFoundError } from '../scheduler/errors.js';
+import type { CheckInReports } from '../scheduler/check-ins.js';
+import { LOGGER_CONTEXT } from './constants.js';
 import {
   checkOption,
   JOB_OPTION_NAMES,
@@ -150,7 +152,7 @@ export class PeriodicRegistry {
     const { replica } = this.settings;
     if (replica !== undefined)
       replica.onStoreReset ??= (lost) => this.events.emit({ type: 'storeReset', lost });
-    const { replica: replicaName, history, errors } = this.settings.options;
+    const { replica: replicaName, history, errors, checkIns } = this.settings.options;
     return new PeriodicScheduler(options, this.events, {
       where,
       replica,
@@ -158,8 +160,21 @@ export class PeriodicRegistry {
       method,
       history,
       errors,
+      checkIns: { module: checkIns, reports: this.checkInReports },
     });
   }
+
+  /** What hears of the check-ins that fail: a warning at most once an hour per job, and the metric. */
+  private readonly checkInReports: CheckInReports = {
+    failed: (name, error, report) => {
+      this.telemetry.checkInFailed(name);
+      if (report && this.settings.options.logger !== false) {
+        new Logger(LOGGER_CONTEXT).warn(
+          `the check-ins of ${name} fail: ${messageOf(error)}; its runs go on (said at most once an hour)`,
+        );
+      }
+    },
+  };
 
   /** Stops the job as on shutdown (its runs get their `jobShutdown` grace), then forgets it. */
   async remove(name: string): Promise<void> {

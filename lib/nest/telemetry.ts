@@ -27,6 +27,11 @@ export class PeriodicTelemetry {
     if (this.settings.options.telemetry) this.#recording ??= await openTelemetry(this.events);
   }
 
+  /** A check-in of job `name` failed after its retry: counted in `periodic.checkins.failed`. */
+  checkInFailed(name: string): void {
+    this.#recording?.checkInFailed(name);
+  }
+
   /** The job's function as the scheduler calls it: inside the run's span once OpenTelemetry is loaded. */
   traced(job: Job): Job {
     if (!this.settings.options.telemetry) return job;

@@ -1,6 +1,7 @@
 import { describeValue, PeriodicConfigError } from './errors.js';
 import { checkedOptions, invalid, isMilliseconds, NAME_RULE, oneOf, type OptionRule } from './rules.js';
 import { Calendar, OneSlot, processTimeZone, type Slots } from './schedule.js';
+import { CHECK_IN_RULE, type PeriodicCheckIn } from './check-ins.js';
 import {
   instantOf,
   type PeriodicCatchUp,
@@ -64,6 +65,11 @@ export interface PeriodicOptions<Host extends object = object> extends PolicyOpt
    * lost the lease) again on the next holder. @default 'atMostOnce'
    */
   delivery?: Delivery;
+  /**
+   * Where each run's check-ins go (`POST <url>/start`, `<url>`, `<url>/fail`, or `send`), over the module's
+   * `checkIns`; `false`: none (docs/alerts.md). @default the module's
+   */
+  checkIn?: PeriodicCheckIn | false;
 }
 
 /** Whether a slot interrupted with its holder is run again by the next (`'atLeastOnce'`) or not. */
@@ -114,6 +120,7 @@ export interface ResolvedPeriodicOptions {
   readonly exclusive: boolean;
   readonly retry: ResolvedRetry;
   readonly delivery: Delivery;
+  readonly checkIn: PeriodicCheckIn | false | undefined;
   readonly catchUp: PeriodicCatchUp | undefined;
   readonly startAt: PeriodicInstant | undefined;
   readonly endAt: PeriodicInstant | undefined;
@@ -272,6 +279,14 @@ export const JOB_OPTIONS = {
     meaning:
       'exclusive jobs: `atLeastOnce` runs a slot whose run did not end by itself (its holder died, shut down or lost its lease) again on the next holder ([failures](docs/failures.md))',
     example: { every: 60_000, exclusive: true, delivery: 'atLeastOnce' },
+  },
+  checkIn: {
+    ...CHECK_IN_RULE,
+    valid: '`{ url }` (http(s), no query), `{ send: (event) => … }`, `false`',
+    default: "the module's `checkIns`",
+    meaning:
+      "where each run's check-ins go: `POST <url>/start`, `<url>`, `<url>/fail`, or `send(event)`; `false`: none ([alerts](docs/alerts.md))",
+    example: { every: 60_000, checkIn: { url: 'https://monitor.example/ping/nightly' } },
   },
   catchUp: {
     ...POLICY_RULES.catchUp,
@@ -533,6 +548,7 @@ export function resolveOptions(
     exclusive: given.exclusive ?? false,
     retry,
     delivery: given.delivery ?? 'atMostOnce',
+    checkIn: given.checkIn,
     catchUp: given.catchUp,
     startAt: given.startAt,
     endAt: given.endAt,

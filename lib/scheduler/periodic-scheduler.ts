@@ -70,6 +70,10 @@ import { ON_TIME_MS, type SlotFrom, type SlotPolicy } from './policies.js';
 import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
 import { answerAsker, askHolder, askHolderToBackfill, type HolderAnswer } from './trigger-relay.js';
 import { Backfill, BACKFILL_MAX, checkBackfill, type PeriodicBackfillOptions } from './backfill.js';
+import { CHECK_IN_WARNINGS, type CheckInReports, CheckIns, type PeriodicCheckIns } from './check-ins.js';
+
+/** The slot a run is for, as its check-ins say it: null for a trigger or a manual tick. */
+const slotOf = (run: Run) => (run.slotOrigin === 'timer' || run.slotOrigin === 'backfill' ? run.slot : null);
 
 /**
  * A cron job waiting for a slot looks at the wall clock at least this often (ms), so that it notices a clock set
@@ -156,6 +160,8 @@ export interface SchedulerContext {
    * many classes share one call site.)
    */
   method?: { readonly target: object; readonly key: string | symbol };
+  /** The application's check-ins, which a job's `checkIn` overrides, and what hears of those that fail. */
+  checkIns?: { module: PeriodicCheckIns | undefined; reports: CheckInReports };
 }
 
 /**
@@ -200,6 +206,8 @@ export class PeriodicScheduler {
   #backlog: number[] | undefined;
   /** A backfill under way (`backfill()`), here: on the holder for an exclusive job. */
   #backfill: Backfill | undefined;
+  /** Where its runs' check-ins go, when the job or the module has some. */
+  readonly #checkIns: CheckIns | undefined;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
   #slot = 0;
   /** What ticks wait for, made when one first waits for its jitter, its guard or its claim: most jobs never do. */
@@ -266,6 +274,7 @@ export class PeriodicScheduler {
       method,
       history = HISTORY_DEFAULTS,
       errors = history === false ? HISTORY_DEFAULTS.errors : history.errors,
+      checkIns,
     } = typeof context === 'string' ? { where: context } : (context ?? {});
     const name: unknown = options?.name;
     const where =
@@ -308,6 +317,13 @@ export class PeriodicScheduler {
       this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
     this.#recording = recordingOf(replica?.name ?? replicaName ?? defaultReplicaName(), history, errors);
+    try {
+      const reports = checkIns?.reports ?? CHECK_IN_WARNINGS;
+      this.#checkIns = CheckIns.of(where, resolved.name, resolved.checkIn, checkIns?.module, errors, reports);
+    } catch (error) {
+      calendar?.release();
+      throw error;
+    }
   }
 
   get #history(): JobHistory {
@@ -698,6 +714,7 @@ export class PeriodicScheduler {
       const { jobId, startedAt, scheduledAt } = run;
       this.#emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
     }
+    this.#checkIns?.started(run.jobId, slotOf(run));
     run.launch();
     return run;
   }
@@ -757,6 +774,7 @@ export class PeriodicScheduler {
     countOutcome(record, outcome, record.lastEndedAt);
     if (outcome === 'fail') this.#failedInARow();
     if (this.recordsRuns) this.#history.ended(run, reason, durationMs, failed, error, retry !== undefined);
+    this.#checkIns?.ended(run.jobId, slotOf(run), reason, failed ? error : run.stopError);
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
     // the grid.
     // (A retry arms it in its turn.)

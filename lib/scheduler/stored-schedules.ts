@@ -119,6 +119,12 @@ export function checkDefinition(where: string, input: unknown): CheckedDefinitio
   }
   const given = readOptions(here, definitionOnly, DEFINITION_NAMES, EXAMPLE);
   const { name, handler, data, ...options } = given;
+  if (typeof (options.checkIn as { send?: unknown } | undefined)?.send === 'function') {
+    throw new PeriodicConfigError(
+      `${here}: "checkIn" cannot be stored with a send function; give its monitor's address, { url }, or set ` +
+        "the module's checkIns: { send } for every job",
+    );
+  }
   if (typeof options.exclude === 'function') {
     throw new PeriodicConfigError(
       `${here}: "exclude" cannot be stored as a function; list the days ('2026-12-25') and ranges ` +

@@ -187,6 +187,9 @@ describe('stored schedules on the in-memory coordinator', () => {
     await expect(upsert({ ...base, exclude: () => false })).rejects.toThrow(
       /schedule "report:acme": "exclude" cannot be stored as a function; list the days/,
     );
+    await expect(upsert({ ...base, checkIn: { send: () => undefined } })).rejects.toThrow(
+      /schedule "report:acme": "checkIn" cannot be stored with a send function/,
+    );
     await expect(upsert({ ...base, maxRuns: 0 })).rejects.toThrow(
       /schedule "report:acme": "maxRuns" must be/,
     );

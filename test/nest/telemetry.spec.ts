@@ -274,6 +274,32 @@ describe('telemetry: true', () => {
     );
   });
 
+  it('periodic.checkins.failed counts the check-ins that failed after their retry, by job', async () => {
+    const app = await createApp({
+      imports: [
+        PeriodicModule.forRoot({
+          mode: 'manual',
+          logger: false,
+          telemetry: true,
+          checkIns: {
+            send: () => {
+              throw new Error('the monitor is down');
+            },
+          },
+        }),
+      ],
+    });
+    app.registry.add('pinged', () => undefined, { every: 1000 });
+    await app.registry.syncTick('pinged');
+    const failed = async () =>
+      (await points('periodic.checkins.failed', ['periodic.job.name'])).pinged?.value;
+    for (let waited = 0; (await failed()) !== 2 && waited < 5000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The start and the end of the run, each sent twice.
+    expect(await failed()).toBe(2);
+  });
+
   it("a scheduled run starts a trace of its own, whatever context armed the job's timer", async () => {
     spans.reset();
     const app = await createApp({ imports: [PeriodicModule.forRoot({ logger: false, telemetry: true })] });
