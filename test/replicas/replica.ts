@@ -11,7 +11,7 @@
 // Stored schedules (docs/schedules.md): HANDLERS names the @PeriodicHandler()s it has, of 'tenant-report' (which
 // records its runs as above, with the schedule's name and ctx.data after them) and 'sync' (which does nothing),
 // none by default. WRITE, a JSON array of definitions, makes it a writer: it upserts them by 'writer', prints
-// "written" and closes.
+// "written" and closes. CHECK_IN, a monitor's address, gives the module's checkIns (docs/alerts.md).
 import { writeSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
@@ -120,7 +120,13 @@ class Syncs {
 
 const handlers = (process.env.HANDLERS ?? '').split(',');
 @Module({
-  imports: [PeriodicModule.forRoot({ coordinator: store.coordinator, logger: false })],
+  imports: [
+    PeriodicModule.forRoot({
+      coordinator: store.coordinator,
+      logger: false,
+      ...(process.env.CHECK_IN === undefined ? {} : { checkIns: { url: process.env.CHECK_IN } }),
+    }),
+  ],
   providers: [
     Reports,
     ...(handlers.includes('tenant-report') ? [TenantReports] : []),
