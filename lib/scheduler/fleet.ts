@@ -256,7 +256,9 @@ function fleetNext(
   if (stored.grid === grid) {
     // A shifted-mode run whose end the store never learnt (its replica died): it ended by the takeover.
     const next = stored.next !== 0 ? stored.next : after(wallNow);
-    // The grid of a job of the same name that was removed before this one was created: none of its slots runs.
+    // No slot is left (the one of `at` ran, say); or the grid of a job of the same name that was removed before
+    // this one was created: none of its slots runs.
+    if (next === 0) return 0;
     return next < createdAt ? after(createdAt) : next;
   }
   // The options changed: a new grid starts from the change, when it is known (a stored schedule edited: no slot of

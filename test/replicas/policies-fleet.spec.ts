@@ -4,7 +4,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Periodic, type PeriodicContext, PeriodicModule, type PeriodicOptions } from '../../lib/index.js';
+import {
+  Periodic,
+  type PeriodicContext,
+  PeriodicHandler,
+  PeriodicModule,
+  type PeriodicOptions,
+} from '../../lib/index.js';
 import { type TestApp, until, useApps } from '../nest/helpers.js';
 import { describeWithPostgres } from '../postgres/postgres.js';
 import { describeWithRedis } from '../redis/redis.js';
@@ -40,6 +46,11 @@ describe.each(stores)('schedule policies on %s', (_, makeStore, describeStore) =
         async send(ctx: PeriodicContext): Promise<void> {
           ran.push({ replica: name, slot: ctx.scheduledDate.getTime() });
           if (runMs > 0) await sleep(runMs);
+        }
+
+        @PeriodicHandler('stored')
+        stored(ctx: PeriodicContext): void {
+          ran.push({ replica: name, slot: ctx.scheduledDate.getTime() });
         }
       }
       return createApp({
@@ -94,6 +105,33 @@ describe.each(stores)('schedule policies on %s', (_, makeStore, describeStore) =
       expect(slots.map((slot) => (slot - slots[0]) / EVERY)).toEqual(slots.map((_, i) => i));
       expect(ran.slice(down).every((run) => run.replica === 'b')).toBe(true);
       expect(b.registry.status('report').counts.missed).toBe(0);
+    }, 40_000);
+
+    it("a stored schedule's one slot of at runs once, across handovers; then it is completed", async () => {
+      store = makeStore(LEASE_MS);
+      const ran: Ran[] = [];
+      // The decorated job never comes: only the stored schedule runs.
+      const options = { every: 3_600_000 };
+      const apps = new Map([
+        ['a', await replica('a', options, ran)],
+        ['b', await replica('b', options, ran)],
+      ]);
+      const at = new Date(Date.now() + 1000);
+      await apps
+        .get('a')!
+        .registry.schedules.upsert({ name: 'once', handler: 'stored', at: at.toISOString() });
+      await until(() => (ran.length >= 1 ? true : undefined), 20_000);
+      // Whoever holds it now goes; the other takes the lease, and finds the slot run.
+      const holder = await until(
+        () => [...apps].find(([, app]) => app.registry.status('once').lease?.held)?.[0],
+      );
+      await apps.get(holder)!.close();
+      apps.delete(holder);
+      const [[, other]] = [...apps];
+      await until(() => (other.registry.status('once').lease?.held ? true : undefined), 20_000);
+      await until(() => (other.registry.status('once').state === 'completed' ? true : undefined));
+      await sleep(1000);
+      expect(ran).toEqual([{ replica: expect.any(String), slot: at.getTime() }]);
     }, 40_000);
 
     it('a backfill asked of any replica runs on the holder, and the next holder goes on where a handover left it', async () => {
