@@ -326,7 +326,7 @@ function backfillSection(job: PeriodicDashboardJobDetail, page: PageContext): st
   const state =
     backfill === null
       ? '<p>No backfill runs here.</p>'
-      : `<p>Backfill under way: ${backfill.left} slot${backfill.left === 1 ? '' : 's'} left, from ${time(backfill.next.getTime(), page.now, true)} up to ${time(backfill.to.getTime(), page.now, true)}.${page.access === 'operate' ? ' <button type="button" data-backfill="cancel" class="needs-script">Cancel the backfill</button>' : ''}</p>`;
+      : `<p>Backfill under way: ${backfill.left === null ? 'its slots' : `${backfill.left} slot${backfill.left === 1 ? '' : 's'} left,`} from ${time(backfill.next.getTime(), page.now, true)} up to ${time(backfill.to.getTime(), page.now, true)}.${page.access === 'operate' ? ' <button type="button" data-backfill="cancel" class="needs-script">Cancel the backfill</button>' : ''}</p>`;
   const form =
     page.access !== 'operate'
       ? ''

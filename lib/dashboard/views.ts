@@ -30,8 +30,11 @@ export interface PeriodicDashboardJob {
 /** A job with what its own page shows beside: its options, and a backfill under way in this process. */
 export interface PeriodicDashboardJobDetail extends PeriodicDashboardJob {
   options: Record<string, unknown>;
-  /** The slot it runs next, its end (excluded) and how many slots are left; null when none runs here. */
-  backfill: { next: Date; to: Date; left: number } | null;
+  /**
+   * The slot it runs next, its end (excluded) and how many slots are left (null on a holder that took it over,
+   * which did not count them); null when none runs here.
+   */
+  backfill: { next: Date; to: Date; left: number | null } | null;
 }
 
 /** The failures in a row at which the dashboard shows a job down, as the health check's default. */
@@ -168,7 +171,9 @@ export async function jobDetailOf(
   const job = jobOf(registry, scheduler, await registry.fleetStatus(name), health);
   const state = scheduler.backfillState;
   const backfill =
-    state === undefined ? null : { next: new Date(state.next), to: new Date(state.to), left: state.left };
+    state === undefined
+      ? null
+      : { next: new Date(state.next), to: new Date(state.to), left: state.left ?? null };
   return { ...job, options: optionsOf(scheduler.options), backfill };
 }
 
@@ -282,11 +287,13 @@ export function span(ms: number): string {
 /** The options a job's page lists, in words where a number alone would not say its unit. */
 function optionsOf(options: ResolvedPeriodicOptions): Record<string, unknown> {
   const { retry } = options;
+  const at = options.policy?.at ?? NaN;
   return {
-    ...(options.cron === undefined
-      ? { every: options.every, delayMode: options.delayMode }
-      : { cron: options.cron, timezone: options.timezone }),
-    initialDelay: options.initialDelay,
+    ...(!Number.isNaN(at)
+      ? {}
+      : options.cron === undefined
+        ? { every: options.every, delayMode: options.delayMode, initialDelay: options.initialDelay }
+        : { cron: options.cron, timezone: options.timezone, initialDelay: options.initialDelay }),
     jitter: options.jitter,
     guard: options.when !== undefined,
     onOverlap: options.onOverlap,
@@ -311,7 +318,12 @@ function policiesOf(options: ResolvedPeriodicOptions): Record<string, unknown> {
     ...(Number.isFinite(policy.startAt) ? { startAt: instant(policy.startAt) } : {}),
     ...(Number.isFinite(policy.endAt) ? { endAt: instant(policy.endAt) } : {}),
     ...(Number.isFinite(policy.maxRuns) ? { maxRuns: policy.maxRuns } : {}),
-    ...(Number.isNaN(policy.at) ? {} : { at: instant(policy.at) }),
+    ...(Number.isNaN(policy.at)
+      ? {}
+      : {
+          at: instant(policy.at),
+          ...(options.timezone === undefined ? {} : { timezone: options.timezone }),
+        }),
     ...(exclude === undefined
       ? {}
       : { exclude: typeof exclude === 'function' ? 'a function of the slot' : exclude }),

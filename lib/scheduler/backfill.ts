@@ -48,29 +48,67 @@ export function checkBackfill(
   };
 }
 
-/** What gives the job's first slot at or after an instant (its grid, its calendar, its policies), null if none. */
-export type FirstSlot = (time: number) => number | null;
+/**
+ * The slots a backfill looks through: the first slot of the job's grid at or after an instant, without those its
+ * policies leave out by day, `startAt` or `endAt` (null: none is left), and whether its `exclude` function leaves
+ * one out.
+ */
+export interface BackfillGrid {
+  first(time: number): number | null;
+  excluded(slot: number): boolean;
+}
+
+/** The most slots of the grid a backfill looks at, excluded ones included, before it refuses the range. */
+export const BACKFILL_GRID_MAX = 100_000;
+/** How many slots of the grid are looked at between two turns of the event loop: a long search delays no lease. */
+const LOOK_STEP = 1000;
+
+/** What gives the event loop a turn (none under a test's fake timers), and the slots of the grid looked at. */
+export interface Search {
+  turn: (() => Promise<void>) | undefined;
+  looked: number;
+}
+
+/**
+ * The first slot at or after `from` and before `to` that a backfill runs, null if none; `'tooLong'` once the
+ * search has looked at more than {@link BACKFILL_GRID_MAX} slots of the grid.
+ */
+export async function nextSlot(
+  grid: BackfillGrid,
+  from: number,
+  to: number,
+  search: Search,
+): Promise<number | null | 'tooLong'> {
+  for (let slot = grid.first(from); slot !== null && slot < to; slot = grid.first(slot + 1)) {
+    if (++search.looked > BACKFILL_GRID_MAX) return 'tooLong';
+    if (search.looked % LOOK_STEP === 0 && search.turn !== undefined) await search.turn();
+    if (!grid.excluded(slot)) return slot;
+  }
+  return null;
+}
+
+/** How many slots a backfill of `[from, to)` runs, counted up to {@link BACKFILL_MAX} + 1, or `'tooLong'`. */
+export async function countSlots(
+  grid: BackfillGrid,
+  from: number,
+  to: number,
+  search: Search,
+): Promise<number | 'tooLong'> {
+  let count = 0;
+  for (let slot = await nextSlot(grid, from, to, search); slot !== null;) {
+    if (slot === 'tooLong') return slot;
+    if (++count > BACKFILL_MAX) return count;
+    slot = await nextSlot(grid, slot + 1, to, search);
+  }
+  return count;
+}
 
 /** A backfill under way: the slots of the job's grid from `next` up to `to`, excluded, are still to run. */
 export class Backfill {
   constructor(
     public next: number,
     readonly to: number,
+    /** How many slots are left, when counted here (not on a holder that took the backfill over). */
+    public left: number | undefined,
   ) {}
-
-  /** The next slot to run, or null when none is left. */
-  slot(first: FirstSlot): number | null {
-    const slot = first(this.next);
-    return slot === null || slot >= this.to ? null : slot;
-  }
-
-  /** How many slots are left, counted up to `max` (one more: there are more than `max`). */
-  left(first: FirstSlot, max = BACKFILL_MAX): number {
-    let count = 0;
-    for (let slot = this.slot(first); slot !== null && count <= max; count++) {
-      slot = first(slot + 1);
-      if (slot !== null && slot >= this.to) slot = null;
-    }
-    return count;
-  }
 }

@@ -74,9 +74,14 @@ export class FleetSlots implements AheadClaimer {
   }
 
   /** Where the backfill under way stands now (undefined: none is): written to the store at once. */
-  backfilled(backfill: { next: number; to: number } | undefined): void {
+  backfilled(backfill: { next: number; to: number } | undefined): Promise<PeriodicScheduleWritten> {
     this.#backfill = backfill === undefined ? undefined : { ...backfill };
-    void this.lease.writeSchedule(this.written(this.#last, this.#next));
+    return this.lease.writeSchedule(this.written(this.#last, this.#next));
+  }
+
+  /** The fleet has run `maxRuns` slots: no next slot is due, as the store tells every replica. */
+  ended(): void {
+    void this.lease.writeSchedule(this.written(this.#last, 0));
   }
 
   /** A write of the job's schedule, with the count of the fleet's slots and a backfill, if it has them. */

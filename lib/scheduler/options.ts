@@ -1,6 +1,6 @@
 import { describeValue, PeriodicConfigError } from './errors.js';
 import { checkedOptions, invalid, isMilliseconds, NAME_RULE, oneOf, type OptionRule } from './rules.js';
-import { Calendar, OneSlot, processTimeZone, type Slots } from './schedule.js';
+import { Calendar, isTimeZone, OneSlot, processTimeZone, type Slots } from './schedule.js';
 import { CHECK_IN_RULE, type PeriodicCheckIn } from './check-ins.js';
 import {
   instantOf,
@@ -482,6 +482,12 @@ export function resolveOptions(
             `remove "${key}", or give "every" or "cron" instead of "at"`,
         );
       }
+    }
+    if (given.timezone !== undefined && !isTimeZone(given.timezone)) {
+      throw new PeriodicConfigError(
+        `${where}: "timezone" must be an IANA time zone name such as 'Europe/Berlin' or 'UTC', got ` +
+          `${describeValue(given.timezone)}`,
+      );
     }
     calendar = new OneSlot(instantOf(at));
   } else if (cron === undefined) {

@@ -69,7 +69,17 @@ import { latestSlot, type Slots } from './schedule.js';
 import { ON_TIME_MS, type SlotFrom, type SlotPolicy } from './policies.js';
 import { JobRecord, type PeriodicJobStatus, statusOf } from './status.js';
 import { answerAsker, askHolder, askHolderToBackfill, type HolderAnswer } from './trigger-relay.js';
-import { Backfill, BACKFILL_MAX, checkBackfill, type PeriodicBackfillOptions } from './backfill.js';
+import {
+  Backfill,
+  BACKFILL_GRID_MAX,
+  BACKFILL_MAX,
+  type BackfillGrid,
+  checkBackfill,
+  countSlots,
+  nextSlot,
+  type PeriodicBackfillOptions,
+  type Search,
+} from './backfill.js';
 import { CHECK_IN_WARNINGS, type CheckInReports, CheckIns, type PeriodicCheckIns } from './check-ins.js';
 
 /** The slot a run is for, as its check-ins say it: null for a trigger or a manual tick. */
@@ -206,6 +216,8 @@ export class PeriodicScheduler {
   #backlog: number[] | undefined;
   /** A backfill under way (`backfill()`), here: on the holder for an exclusive job. */
   #backfill: Backfill | undefined;
+  /** The next slot of the backfill is being sought. */
+  #seeking = false;
   /** Where its runs' check-ins go, when the job or the module has some. */
   readonly #checkIns: CheckIns | undefined;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
@@ -526,11 +538,13 @@ export class PeriodicScheduler {
     // No slot is left before `endAt`: the job completes once it has passed, and ticks no more meanwhile.
     const endAt = this.#policy?.endAt ?? Infinity;
     const wallNow = Date.now();
-    if (endAt !== Infinity && endAt > wallNow && !this.#ranAll) {
+    const ranAll = this.#ranAll;
+    if (endAt !== Infinity && endAt > wallNow && !ranAll) {
       this.#ending = true;
       armAt(this, now() + (endAt - wallNow));
       return;
     }
+    if (ranAll && this.#fleet?.lease.held === true) this.#fleet.ended();
     this.#completed = true;
   }
 
@@ -1122,7 +1136,7 @@ export class PeriodicScheduler {
     const next = fleet.takeOver(stored, this.#slot, wallNow);
     const { backfill } = fleet;
     if (backfill !== undefined) {
-      this.#backfill = new Backfill(backfill.next, backfill.to);
+      this.#backfill = new Backfill(backfill.next, backfill.to, undefined);
       this.#backfillSoon();
     }
     // No slot is left: the calendar's are over, or the fleet has run `maxRuns` of them.
@@ -1251,7 +1265,7 @@ export class PeriodicScheduler {
     const carrier = this.#carrier;
     const result =
       carrier === undefined
-        ? this.#startBackfill({ from, to, note: recorded.note })
+        ? await this.#startBackfill({ from, to, note: recorded.note })
         : await askHolderToBackfill(
             carrier,
             { ...recorded, name: this.name },
@@ -1273,7 +1287,7 @@ export class PeriodicScheduler {
     const carrier = this.#carrier;
     const result =
       carrier === undefined
-        ? this.#cancelBackfill()
+        ? await this.#cancelBackfill()
         : await askHolderToBackfill(carrier, { ...recorded, name: this.name }, 'cancel');
     if (!result.ok) throw this.#backfillRefused(`cancelBackfill() of job "${this.name}"`, result.error);
     if (result.jobId > 0) {
@@ -1284,37 +1298,79 @@ export class PeriodicScheduler {
     return result.jobId;
   }
 
-  /** @internal A backfill under way: the next slot it runs from, its end, and how many slots are left. */
-  get backfillState(): { next: number; to: number; left: number } | undefined {
+  /**
+   * @internal A backfill under way: the next slot it runs from, its end, and how many slots are left (undefined
+   * on a holder that took it over, which did not count them).
+   */
+  get backfillState(): { next: number; to: number; left: number | undefined } | undefined {
     const backfill = this.#backfill;
     if (backfill === undefined) return undefined;
-    return { next: backfill.next, to: backfill.to, left: backfill.left((time) => this.#firstAt(time)) };
+    return { next: backfill.next, to: backfill.to, left: backfill.left };
   }
 
   /** Starts a backfill here; answers as a trigger does, `jobId` the number of slots. */
-  #startBackfill({ from, to }: { from: number; to: number; note: string | null }): HolderAnswer {
-    const refusal = this.#refuseTick();
-    if (refusal !== undefined && refusal.error !== 'completed' && refusal.error !== 'paused') return refusal;
-    if (this.#backfill !== undefined) return { ok: false, error: 'backfillUnderWay' };
-    const backfill = new Backfill(from, to);
-    const slots = backfill.left((time) => this.#firstAt(time));
+  async #startBackfill({
+    from,
+    to,
+  }: {
+    from: number;
+    to: number;
+    note: string | null;
+  }): Promise<HolderAnswer> {
+    // A paused or completed job takes a backfill: it runs once the job is resumed, or at once.
+    const refused = () => {
+      const refusal = this.#refuseTick();
+      if (refusal !== undefined && refusal.error !== 'completed' && refusal.error !== 'paused')
+        return refusal;
+      return this.#backfill === undefined ? undefined : { ok: false as const, error: 'backfillUnderWay' };
+    };
+    const before = refused();
+    if (before !== undefined) return before;
+    const slots = await this.#countSlots(from, to);
+    if (slots === 'tooLong') return { ok: false, error: 'tooLong' };
     if (slots > BACKFILL_MAX) return { ok: false, error: 'tooManySlots' };
+    // The count gave the event loop turns: the lease may have gone to another replica (which the asker then
+    // asks), another backfill come, or the job stopped.
+    const after = refused();
+    if (after !== undefined) return after;
     if (slots > 0) {
+      const backfill = new Backfill(from, to, slots);
       this.#backfill = backfill;
-      this.#fleet?.backfilled(backfill);
+      void this.#fleet?.backfilled(backfill);
       this.#backfillSoon();
     }
     return { ok: true, jobId: slots };
   }
 
-  #cancelBackfill(): HolderAnswer {
+  async #cancelBackfill(): Promise<HolderAnswer> {
     const backfill = this.#backfill;
-    const dropped = backfill?.left((time) => this.#firstAt(time)) ?? 0;
-    if (backfill !== undefined) {
-      this.#backfill = undefined;
-      this.#fleet?.backfilled(undefined);
-    }
-    return { ok: true, jobId: dropped };
+    if (backfill === undefined) return { ok: true, jobId: 0 };
+    this.#backfill = undefined;
+    void this.#fleet?.backfilled(undefined);
+    const left = backfill.left ?? (await this.#countSlots(backfill.next, backfill.to));
+    return { ok: true, jobId: left === 'tooLong' ? BACKFILL_GRID_MAX : left };
+  }
+
+  /** The slots of the job's grid in `[from, to)` that a backfill runs, or `'tooLong'` (see {@link countSlots}). */
+  #countSlots(from: number, to: number): Promise<number | 'tooLong'> {
+    return countSlots(this.#backfillGrid, from, to, this.#search());
+  }
+
+  /** The job's grid as a backfill looks through it. */
+  get #backfillGrid(): BackfillGrid {
+    const policy = this.#policy;
+    return {
+      first: (time) => this.#firstAt(time, false),
+      excluded: (slot) => policy?.asksAtTick === true && policy.excludes(slot),
+    };
+  }
+
+  /** A search of a backfill's slots: it gives the event loop turns, but under a test's fake timers. */
+  #search(): Search {
+    return {
+      turn: underFakeTimers() ? undefined : () => new Promise((resolve) => setImmediate(resolve)),
+      looked: 0,
+    };
   }
 
   /** Why a backfill was refused, as the error its caller gets. */
@@ -1325,6 +1381,12 @@ export class PeriodicScheduler {
       return new PeriodicConfigError(
         `${where}: the range${range} has more than ${BACKFILL_MAX} slots of the job's schedule; backfill it in ` +
           'parts, one after the other',
+      );
+    }
+    if (error === 'tooLong') {
+      return new PeriodicConfigError(
+        `${where}: the range${range} spans more than ${BACKFILL_GRID_MAX} slots of the job's grid, those its ` +
+          'policies leave out included; backfill a shorter range',
       );
     }
     if (error === 'backfillUnderWay') {
@@ -1341,11 +1403,11 @@ export class PeriodicScheduler {
   }
 
   /** The job's first slot at or after `time`: on its grid (through its next slot) or calendar, as its policies let it tick. */
-  #firstAt(time: number): number | null {
+  #firstAt(time: number, asksFunction = true): number | null {
     const from = this.#gridFrom(this.#slot === 0 ? time : this.#slot);
     const slot = from(time);
     const policy = this.#policy;
-    return policy === undefined || slot === null ? slot : policy.first(slot, from);
+    return policy === undefined || slot === null ? slot : policy.first(slot, from, asksFunction);
   }
 
   /** The next slot of the backfill runs once nothing else of the job is going on (in a later microtask). */
@@ -1356,22 +1418,37 @@ export class PeriodicScheduler {
   /**
    * Starts the next slot of the backfill, if the job is free for it: ticking, not paused, its lease held, with
    * no run in flight, no retry waiting, no catch-up and no tick waiting for its guard or its claim. Each run's end
-   * comes back here.
+   * comes back here. One search for the next slot at a time.
    */
-  #backfillNext(): void {
-    const backfill = this.#backfill;
-    if (backfill === undefined || this.#phase !== 'ticking' || !this.#open) return;
-    if (this.#fleet?.lease.held === false || this.#runs !== undefined || this.#retries?.size) return;
-    const pending = this.#pending;
-    if (this.#backlog !== undefined || pending?.guard === true || pending?.claim === true) return;
-    const slot = backfill.slot((time) => this.#firstAt(time));
-    if (slot === null) {
+  async #backfillNext(): Promise<void> {
+    const free = () =>
+      this.#backfill !== undefined &&
+      this.#phase === 'ticking' &&
+      this.#open &&
+      this.#fleet?.lease.held !== false &&
+      this.#runs === undefined &&
+      !this.#retries?.size &&
+      this.#backlog === undefined &&
+      this.#pending?.guard !== true &&
+      this.#pending?.claim !== true;
+    if (this.#seeking || !free()) return;
+    const backfill = this.#backfill!;
+    this.#seeking = true;
+    const slot = await nextSlot(this.#backfillGrid, backfill.next, backfill.to, this.#search()).finally(
+      () => (this.#seeking = false),
+    );
+    // Cancelled, or handed over, meanwhile; or something else of the job came first.
+    if (this.#backfill !== backfill) return;
+    if (slot === null || slot === 'tooLong') {
       this.#backfill = undefined;
-      this.#fleet?.backfilled(undefined);
+      void this.#fleet?.backfilled(undefined);
       return;
     }
+    if (!free()) return;
     backfill.next = slot + 1;
-    this.#fleet?.backfilled(backfill);
+    if (backfill.left !== undefined) backfill.left--;
+    // The store keeps where the backfill stands as its slot starts: a holder that takes over goes on after it.
+    void this.#fleet?.backfilled(backfill);
     const started = this.#passGuard(new Run(this, now() - Math.max(0, Date.now() - slot), slot, 'backfill'));
     const next = (run: Run | undefined) => {
       if (run === undefined) this.#backfillSoon();
@@ -1423,7 +1500,9 @@ export class PeriodicScheduler {
     const answered =
       backfill === undefined
         ? this.#trigger()
-        : Promise.resolve(backfill === 'cancel' ? this.#cancelBackfill() : this.#startBackfill(backfill));
+        : backfill === 'cancel'
+          ? this.#cancelBackfill()
+          : this.#startBackfill(backfill);
     void answered.then((result) => answerAsker(calls, request, replica, result)).catch(() => undefined);
   }
 

@@ -51,13 +51,25 @@ export const ON_TIME_MS = 1000;
 
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
 /** An ISO 8601 date and time with its offset (or `Z`), or a date alone (read as UTC, as `Date` reads it). */
-const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+const ISO = /^(\d{4}-\d{2}-\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2})))?$/;
 
-/** The instant an option gives, in epoch ms; NaN when it is none. */
+/**
+ * The instant an option gives, in epoch ms; NaN when it is none. A text must name a real day and time: no 30
+ * February, no 24:00 (`Date` would read them as days after).
+ */
 export function instantOf(value: unknown): number {
   if (value instanceof Date) return value.getTime();
-  if (typeof value === 'string' && ISO.test(value)) return Date.parse(value);
-  return NaN;
+  const parts = typeof value === 'string' ? ISO.exec(value) : null;
+  if (parts === null) return NaN;
+  const [, day, hours = '0', minutes = '0', seconds = '0', offsetHours = '0', offsetMinutes = '0'] = parts;
+  const real =
+    isDay(day) &&
+    Number(hours) <= 23 &&
+    Number(minutes) <= 59 &&
+    Number(seconds) <= 59 &&
+    Number(offsetHours) <= 23 &&
+    Number(offsetMinutes) <= 59;
+  return real ? Date.parse(value as string) : NaN;
 }
 
 const INSTANT = {
@@ -90,17 +102,19 @@ export const POLICY_RULES = {
   at: INSTANT,
   exclude: {
     accepts: (value) =>
-      typeof value === 'function' ||
+      (typeof value === 'function' && !isAsync(value)) ||
       (Array.isArray(value) && value.length <= EXCLUDE_MAX && excludeProblem(value) === undefined),
     expected:
       `a list of at most ${EXCLUDE_MAX} days ('2026-12-25') and ranges ({ from: '2026-12-31', to: '2027-01-02' }), ` +
       'or a function (slot: Date) => boolean',
-    problem: (value) =>
-      Array.isArray(value)
-        ? value.length > EXCLUDE_MAX
-          ? `it has ${value.length} entries; give ranges instead of days one by one`
-          : excludeProblem(value)
-        : undefined,
+    problem: (value) => {
+      if (typeof value === 'function')
+        return isAsync(value) ? 'an async function: it must answer at once' : undefined;
+      if (!Array.isArray(value)) return undefined;
+      if (value.length > EXCLUDE_MAX)
+        return `it has ${value.length} entries; give ranges instead of days one by one`;
+      return excludeProblem(value);
+    },
   },
   pauseAfterFailures: {
     accepts: (value) => isMilliseconds(value, 1),
@@ -112,6 +126,10 @@ const CATCH_UP_RULES = {
   window: { accepts: (value) => isMilliseconds(value, 1), expected: 'an integer number of milliseconds ≥ 1' },
   runs: oneOf('latest', 'all', 'none'),
 } satisfies Record<keyof PeriodicCatchUp, OptionRule>;
+
+/** Whether a function is `async`, whose answer would come too late for the tick that asks it. */
+const isAsync = (fn: unknown) =>
+  (fn as { constructor?: { name?: string } }).constructor?.name === 'AsyncFunction';
 
 /** What is wrong with an `exclude` list, or undefined. */
 function excludeProblem(list: readonly unknown[]): string | undefined {
@@ -214,13 +232,20 @@ export class SlotPolicy {
     ) as PeriodicCatchUp;
     const start = startAt === undefined ? -Infinity : instantOf(startAt);
     const end = endAt === undefined ? Infinity : instantOf(endAt);
+    const slot = at === undefined ? NaN : instantOf(at);
+    if (slot < start || slot > end) {
+      throw new PeriodicConfigError(
+        `${where}: "at" (${new Date(slot).toISOString()}) is ${slot < start ? 'before "startAt"' : 'after "endAt"'}: ` +
+          'the job would never run; give an "at" between them, or leave startAt and endAt out',
+      );
+    }
     if (end < start) {
       throw new PeriodicConfigError(
         `${where}: "endAt" (${new Date(end).toISOString()}) must not come before "startAt" ` +
           `(${new Date(start).toISOString()}): the job would never run; give a later endAt`,
       );
     }
-    return new SlotPolicy(
+    const policy = new SlotPolicy(
       start,
       end,
       maxRuns ?? Infinity,
@@ -230,6 +255,13 @@ export class SlotPolicy {
       exclude,
       timezone ?? 'UTC',
     );
+    if (!Number.isNaN(slot) && !policy.asksAtTick && policy.excludes(slot)) {
+      throw new PeriodicConfigError(
+        `${where}: "at" (${new Date(slot).toISOString()}) falls on a day "exclude" leaves out: the job would ` +
+          'never run; give another "at", or leave that day out of exclude',
+      );
+    }
+    return policy;
   }
 
   /** Whether `exclude` leaves the slot out. A function that throws leaves nothing out; the tick reports it. */
@@ -244,18 +276,24 @@ export class SlotPolicy {
     return this.#excludedDayEnd(slot) !== undefined;
   }
 
-  /** Calls the `exclude` function of the slot as the tick does: its error thrown. */
+  /** Calls the `exclude` function of the slot as the tick does: its error thrown, and a promise refused. */
   excludedAtTick(slot: number): boolean {
-    if (this.#excludes !== undefined) return this.#excludes(new Date(slot)) === true;
-    return this.#excludedDayEnd(slot) !== undefined;
+    if (this.#excludes === undefined) return this.#excludedDayEnd(slot) !== undefined;
+    const answer: unknown = this.#excludes(new Date(slot));
+    if (typeof (answer as { then?: unknown } | null)?.then === 'function') {
+      throw new PeriodicConfigError(
+        '"exclude" returned a promise: it must answer at once, true or false (look the days up beforehand)',
+      );
+    }
+    return answer === true;
   }
 
   /**
    * The first slot at or after `slot` that the job ticks at (`from` gives a grid's slots), or null when none is
    * left (past `endAt`). A function of `exclude` is asked slot by slot, up to a bound: past it, the slot found so
-   * far is given, and its tick looks again.
+   * far is given, and its tick looks again; with `asksFunction` false, it is not asked.
    */
-  first(slot: number | null, from: SlotFrom): number | null {
+  first(slot: number | null, from: SlotFrom, asksFunction = true): number | null {
     for (let steps = 0; slot !== null; steps++) {
       if (slot > this.endAt) return null;
       if (slot < this.startAt) {
@@ -267,7 +305,9 @@ export class SlotPolicy {
         slot = from(dayEnd);
         continue;
       }
-      if (this.#excludes === undefined || steps >= SEARCH_STEPS || !this.excludes(slot)) return slot;
+      if (this.#excludes === undefined || !asksFunction || steps >= SEARCH_STEPS || !this.excludes(slot)) {
+        return slot;
+      }
       slot = from(slot + 1);
     }
     return null;

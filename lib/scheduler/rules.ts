@@ -93,7 +93,17 @@ export function readOptions(
     );
   }
   const known = namesOf(names);
-  for (const key in input) {
+  let keys: string[];
+  try {
+    keys = [];
+    for (const key in input) keys.push(key);
+  } catch (error) {
+    throw new PeriodicConfigError(
+      `${where}: reading the options' names threw: ${messageOf(error)}; pass a plain object`,
+      { cause: error },
+    );
+  }
+  for (const key of keys) {
     if (known.has(key)) continue;
     const hint = nearest(key, names);
     throw new PeriodicConfigError(
@@ -134,7 +144,7 @@ export function checkedOptions(
   for (const key of names) {
     const rule = rules[key];
     const value = given[key];
-    if ((value !== undefined || rule.required === true) && !rule.accepts(value)) {
+    if ((value !== undefined || rule.required === true) && !accepted(where, key, value, rule)) {
       throw invalid(where, key, value, rule);
     }
   }
@@ -158,6 +168,19 @@ function namesOf(names: readonly string[]): ReadonlySet<string> {
   let set = nameSets.get(names);
   if (set === undefined) nameSets.set(names, (set = new Set(names)));
   return set;
+}
+
+/** Whether `rule` accepts `value`; reading a value that throws (a getter, a Proxy) is a {@link PeriodicConfigError}. */
+function accepted(where: string, key: string, value: unknown, rule: OptionRule): boolean {
+  try {
+    return rule.accepts(value);
+  } catch (error) {
+    throw new PeriodicConfigError(
+      `${where}: reading option "${key}" threw: ${messageOf(error)}; pass plain values (a getter that throws ` +
+        'cannot be read)',
+      { cause: error },
+    );
+  }
 }
 
 /** The error for a value that breaks a rule, e.g. `"every" must be an integer number of milliseconds ≥ 1, got -5`. */

@@ -234,7 +234,8 @@ function zoneOption(zone: string): { timezone?: string; utcOffset?: number } {
 
 const UTC = new Set(['UTC', 'Etc/UTC', 'Etc/GMT', 'GMT']);
 
-function isTimeZone(zone: unknown): zone is string {
+/** Whether `zone` is an IANA time zone name this process knows. */
+export function isTimeZone(zone: unknown): zone is string {
   if (typeof zone !== 'string' || zone === '') return false;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: zone });

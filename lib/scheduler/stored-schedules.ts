@@ -113,9 +113,17 @@ export function checkDefinition(where: string, input: unknown): CheckedDefinitio
   }
   // A schedule read back (get, list) may be written again as it is: what the store counts of it is its own.
   const definitionOnly = Object.create(null) as Record<string, unknown>;
-  for (const key in input) {
-    if (!(STORE_FIELDS as readonly string[]).includes(key))
-      definitionOnly[key] = (input as Record<string, unknown>)[key];
+  try {
+    for (const key in input) {
+      if (!(STORE_FIELDS as readonly string[]).includes(key))
+        definitionOnly[key] = (input as Record<string, unknown>)[key];
+    }
+  } catch (error) {
+    throw new PeriodicConfigError(
+      `${here}: reading the schedule threw: ${messageOf(error)}; pass plain values (a getter that throws cannot ` +
+        'be read)',
+      { cause: error },
+    );
   }
   const given = readOptions(here, definitionOnly, DEFINITION_NAMES, EXAMPLE);
   const { name, handler, data, ...options } = given;

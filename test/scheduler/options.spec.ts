@@ -183,7 +183,7 @@ describe('unknown keys are refused', () => {
     expect(errorOf({ every: 10, onOverlapp: 'ignore' }).message).toBe(
       'job "job": unknown option "onOverlapp"; did you mean "onOverlap"? The options are: every, cron, ' +
         'timezone, jitter, name, initialDelay, delayMode, when, onOverlap, timeout, jobShutdown, mode, exclusive, ' +
-        'retry, delivery, catchUp, startAt, endAt, maxRuns, at, exclude, pauseAfterFailures, run, coordinator.',
+        'retry, delivery, checkIn, catchUp, startAt, endAt, maxRuns, at, exclude, pauseAfterFailures, run, coordinator.',
     );
   });
 

@@ -459,6 +459,55 @@ describe('checks', () => {
     );
   });
 
+  it('refuses instants that no calendar has, contradictions that would never run, and values that throw', () => {
+    expect(errorOf({ every: 10, startAt: '2027-02-30T00:00:00Z' })).toMatch(/"startAt" must be a Date/);
+    expect(errorOf({ every: 10, endAt: '2027-01-01T24:00:00Z' })).toMatch(/"endAt" must be a Date/);
+    expect(errorOf({ at: '2027-01-01T09:00:00Z', timezone: 'Mars/Base' })).toMatch(
+      /"timezone" must be an IANA time zone name .* got "Mars\/Base"/,
+    );
+    expect(errorOf({ at: '2027-01-01T09:00:00Z', startAt: '2027-02-01T00:00:00Z' })).toMatch(
+      /"at" \(2027-01-01T09:00:00.000Z\) is before "startAt": the job would never run/,
+    );
+    expect(errorOf({ at: '2027-01-01T09:00:00Z', exclude: ['2027-01-01'] })).toMatch(
+      /"at" \(2027-01-01T09:00:00.000Z\) falls on a day "exclude" leaves out/,
+    );
+    expect(errorOf({ every: 10, exclude: (async () => false) as never })).toMatch(
+      /"exclude" must be .* got a function: an async function: it must answer at once/,
+    );
+    const throwing = {
+      get from(): string {
+        throw new Error('no');
+      },
+      to: '2027-01-01',
+    };
+    expect(errorOf({ every: 10, exclude: [throwing] })).toMatch(/reading option "exclude" threw: no/);
+    const hostile = new Proxy(
+      {},
+      {
+        ownKeys() {
+          throw new Error('no keys');
+        },
+      },
+    );
+    expect(errorOf({ every: 10, catchUp: hostile })).toMatch(
+      /"catchUp": reading the options' names threw: no keys/,
+    );
+  });
+
+  it('an exclude function that answers with a promise: the slot starts nothing, reported as guardFailed', () => {
+    const { slots, log } = job('2027-01-01T00:00:00Z', {
+      every: MINUTE,
+      exclude: (() => Promise.resolve(false)) as unknown as (slot: Date) => boolean,
+    });
+    jest.advanceTimersByTime(MINUTE);
+    expect(slots).toEqual([]);
+    expect(log.of('guardFailed')[0].error).toEqual(
+      new PeriodicConfigError(
+        '"exclude" returned a promise: it must answer at once, true or false (look the days up beforehand)',
+      ),
+    );
+  });
+
   it('at takes no every, cron or catchUp', () => {
     for (const extra of [{ every: 10 }, { cron: '* * * * *' }, { catchUp: { runs: 'all' as const } }]) {
       const [key] = Object.keys(extra);
@@ -599,6 +648,36 @@ describe('backfill', () => {
       scheduler.backfill({ from: '2027-01-01T10:00:00Z', to: '2027-01-01T10:01:00Z' }),
     ).rejects.toThrow(
       'backfill() of job "job": a backfill is under way; wait for it to end, or cancel it first (cancelBackfill)',
+    );
+  });
+
+  it('asks an exclude function for each slot, and refuses a range of more than 100,000 slots of the grid', async () => {
+    const { scheduler, slots } = job('2027-01-02T00:00:00Z', {
+      cron: '* * * * * *',
+      timezone: 'UTC',
+      exclude: (slot) => slot.getUTCSeconds() % 2 === 0 || slot.getUTCHours() === 5,
+    });
+    await expect(
+      scheduler.backfill({ from: '2027-01-01T05:00:00Z', to: '2027-01-01T06:00:00Z' }),
+    ).resolves.toEqual({ slots: 0 });
+    await expect(
+      scheduler.backfill({ from: '2027-01-01T04:00:00Z', to: '2027-01-01T04:00:20Z' }),
+    ).resolves.toEqual({ slots: 10 });
+    await flush();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(slots.filter((slot) => slot < '2027-01-02')).toHaveLength(10);
+    expect(slots.every((slot) => Number(slot.slice(17, 19)) % 2 === 1)).toBe(true);
+    // Only the first minute of each hour: 2,880 slots in two days, among 172,800 of the grid.
+    const hourly = job('2027-01-02T00:00:00Z', {
+      cron: '* * * * * *',
+      timezone: 'UTC',
+      exclude: (slot) => slot.getUTCMinutes() !== 0,
+    });
+    await expect(
+      hourly.scheduler.backfill({ from: '2026-12-30T00:00:00Z', to: '2027-01-01T00:00:00Z' }),
+    ).rejects.toThrow(
+      'backfill() of job "job": the range [2026-12-30T00:00:00.000Z, 2027-01-01T00:00:00.000Z) spans more than ' +
+        "100000 slots of the job's grid, those its policies leave out included; backfill a shorter range",
     );
   });
 
