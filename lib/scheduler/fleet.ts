@@ -10,7 +10,7 @@ import type { ResolvedPeriodicOptions } from './options.js';
  */
 export class FleetSlots implements AheadClaimer {
   /** The options that make the job's grid, as the store keeps them. */
-  private readonly grid: string;
+  readonly grid: string;
   /** Shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
   private claimed = 0;
   /** The last claim of a slot, until the store has answered. */
@@ -66,6 +66,11 @@ export class FleetSlots implements AheadClaimer {
   /** `maxRuns`: the slots of the grid the fleet has claimed, this replica's last claim included. */
   get runs(): number {
     return this.#runs;
+  }
+
+  /** `maxRuns`: the fleet's count, as a replica without the lease read it from the store. */
+  heard(runs: number): void {
+    if (!this.lease.held) this.#runs = runs;
   }
 
   /** A backfill under way, as the store had it when this replica took the lease. */

@@ -218,6 +218,8 @@ export class PeriodicScheduler {
   #backfill: Backfill | undefined;
   /** The next slot of the backfill is being sought. */
   #seeking = false;
+  /** A replica without the lease reads whether the fleet ran `maxRuns` slots. */
+  #askingRuns = false;
   /** Where its runs' check-ins go, when the job or the module has some. */
   readonly #checkIns: CheckIns | undefined;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
@@ -548,6 +550,27 @@ export class PeriodicScheduler {
     this.#completed = true;
   }
 
+  /**
+   * `maxRuns` of an exclusive job on a replica that does not hold its lease: a slot that came here is the time to
+   * read whether the fleet has run them all, so that this replica says 'completed' too. One read at a time.
+   */
+  #askFleetRuns(fleet: FleetSlots): void {
+    const maxRuns = this.#policy?.maxRuns ?? Infinity;
+    if (maxRuns === Infinity || this.#askingRuns) return;
+    this.#askingRuns = true;
+    fleet.lease.replica.calls.coordinator
+      .readSchedule(this.name)
+      .then(
+        (stored) => {
+          if (stored === null || stored.grid !== fleet.grid || (stored.runs ?? 0) < maxRuns) return;
+          fleet.heard(stored.runs!);
+          if (this.#phase === 'ticking' && fleet.lease.held === false) this.#complete();
+        },
+        () => undefined,
+      )
+      .finally(() => (this.#askingRuns = false));
+  }
+
   /** Whether the job has run `maxRuns` slots (for the fleet, for an exclusive job). */
   get #ranAll(): boolean {
     const maxRuns = this.#policy?.maxRuns ?? Infinity;
@@ -588,7 +611,10 @@ export class PeriodicScheduler {
     const fleet = this.#fleet;
     // Without the lease, or paused, a tick starts nothing: no guard, no event.
     if (fleet?.lease.held === false) {
-      if (tick.origin === 'timer') fleet.unheld(tick.slot);
+      if (tick.origin === 'timer') {
+        fleet.unheld(tick.slot);
+        this.#askFleetRuns(fleet);
+      }
       return this.#endWithoutRun(tick);
     }
     if (this.#operations?.paused) return this.#endWithoutRun(tick);

@@ -90,6 +90,10 @@ describe.each(stores)('schedule policies on %s', (_, makeStore, describeStore) =
       await until(async () =>
         (await next.registry.fleetStatus('report')).nextSlot === null ? true : undefined,
       );
+      // A replica that never held it says so too, once a slot of its own has come.
+      const late = await replica('c', options, ran);
+      await until(() => (late.registry.status('report').state === 'completed' ? true : undefined), 20_000);
+      expect(ran).toHaveLength(6);
     }, 40_000);
 
     it("catchUp 'all' after the whole fleet was down: the next holder runs each slot that passed, in order, once", async () => {
