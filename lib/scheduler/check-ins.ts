@@ -28,7 +28,7 @@ export type PeriodicCheckIns =
   | { send: (event: PeriodicCheckInEvent) => unknown };
 
 /** How long a ping may take, in ms, before it is given up (and tried once more). */
-export const CHECK_IN_TIMEOUT = 5000;
+const CHECK_IN_TIMEOUT = 5000;
 /** The most a failed run's ping says of its error, in bytes of UTF-8. */
 const BODY_MAX = 10 * 1024;
 /** How often a job's failing pings are reported at most, in ms. */

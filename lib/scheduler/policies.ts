@@ -43,7 +43,7 @@ export interface PolicyOptions {
 }
 
 /** The most days and ranges an `exclude` list holds. */
-export const EXCLUDE_MAX = 1000;
+const EXCLUDE_MAX = 1000;
 /** The most slots a search for the next slot looks at one by one before it lets the tick look again. */
 const SEARCH_STEPS = 10_000;
 /** How late a slot may be and still run under `catchUp: { runs: 'none' }` without a `window`. */
