@@ -120,14 +120,14 @@ describe.each(stores)('schedule policies on %s', (_, makeStore, describeStore) =
       const ran: Ran[] = [];
       // The decorated job never comes: only the stored schedule runs.
       const options = { every: 3_600_000 };
+      // Written before the second replica starts, which reads it as it boots.
+      const first = await replica('a', options, ran);
+      const at = new Date(Date.now() + 1500);
+      await first.registry.schedules.upsert({ name: 'once', handler: 'stored', at: at.toISOString() });
       const apps = new Map([
-        ['a', await replica('a', options, ran)],
+        ['a', first],
         ['b', await replica('b', options, ran)],
       ]);
-      const at = new Date(Date.now() + 1000);
-      await apps
-        .get('a')!
-        .registry.schedules.upsert({ name: 'once', handler: 'stored', at: at.toISOString() });
       await until(() => (ran.length >= 1 ? true : undefined), 20_000);
       // Whoever holds it now goes; the other takes the lease, and finds the slot run.
       const holder = await until(
