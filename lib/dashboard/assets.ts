@@ -268,6 +268,12 @@ const SCRIPT = `'use strict';
       });
   }
 
+  // Why the dashboard refused an edit or a backfill: the store out of reach, or its own message.
+  function refusal(got) {
+    if (got.response.status === 503) return 'the store does not answer; try again once it does';
+    return got.answer.message || got.response.status;
+  }
+
   // A stored schedule's editor: a new timing, or its removal, sent with the version the page was read at.
   var UNIT = { ms: 1, s: 1000, min: 60000, h: 3600000 };
   var gone = false;
@@ -292,7 +298,7 @@ const SCRIPT = `'use strict';
       .then(function (got) {
         var answer = got.answer;
         if (!got.response.ok) {
-          var why = got.response.status === 503 ? 'the store does not answer; try again once it does' : answer.message || got.response.status;
+          var why = refusal(got);
           say(name + ': not ' + (action === 'remove' ? 'removed' : 'saved') + ': ' + why, true);
         } else if (action === 'remove') {
           gone = true;
@@ -343,7 +349,7 @@ const SCRIPT = `'use strict';
       .then(function (got) {
         var answer = got.answer;
         if (!got.response.ok) {
-          var why = got.response.status === 503 ? 'the store does not answer; try again once it does' : answer.message || got.response.status;
+          var why = refusal(got);
           say(name + ': ' + (action === 'backfill' ? 'backfill refused' : 'backfill not cancelled') + ': ' + why, true);
         } else if (action === 'backfill') {
           say('Backfill of ' + name + ': ' + slots(answer.slots) + ' to run');

@@ -509,9 +509,9 @@ export class PeriodicScheduler {
     }
   }
 
-  /** The timer's tick of a slot (wall-clock ms) that came now or before. */
-  #tickOf(slot: number, waiter?: Run['waiter']): Run {
-    return new Run(this, now() - Math.max(0, Date.now() - slot), slot, 'timer', waiter);
+  /** The tick of a slot (wall-clock ms) that came now or before: the timer's, or a backfill's. */
+  #tickOf(slot: number, origin: 'timer' | 'backfill' = 'timer', waiter?: Run['waiter']): Run {
+    return new Run(this, now() - Math.max(0, Date.now() - slot), slot, origin, waiter);
   }
 
   /** `catchUp: { runs: 'all' }`: the next slot of the backlog runs, once the run before it has ended. */
@@ -522,7 +522,7 @@ export class PeriodicScheduler {
       this.#backlog = undefined;
       return;
     }
-    const started = this.#takeTick(this.#tickOf(slot, () => this.#catchUp()));
+    const started = this.#takeTick(this.#tickOf(slot, 'timer', () => this.#catchUp()));
     const ran = (run: Run | undefined) => {
       // A slot that started nothing lets the next go at once (in a later microtask: the stack does not grow).
       if (run === undefined) void Promise.resolve().then(() => this.#catchUp());
@@ -1475,7 +1475,7 @@ export class PeriodicScheduler {
     if (backfill.left !== undefined) backfill.left--;
     // The store keeps where the backfill stands as its slot starts: a holder that takes over goes on after it.
     void this.#fleet?.backfilled(backfill);
-    const started = this.#passGuard(new Run(this, now() - Math.max(0, Date.now() - slot), slot, 'backfill'));
+    const started = this.#passGuard(this.#tickOf(slot, 'backfill'));
     const next = (run: Run | undefined) => {
       if (run === undefined) this.#backfillSoon();
     };
