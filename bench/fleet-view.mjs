@@ -111,7 +111,7 @@ async function triggers(store) {
     const pool = new pg.Pool({
       connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
     });
-    const tables = ['', '_members', '_audit', '_runs', '_summary', '_trigger', '_stored'].map(
+    const tables = ['', '_members', '_audit', '_runs', '_summary', '_trigger', '_stored', '_incident'].map(
       (suffix) => `"${table}${suffix}"`,
     );
     await pool.query(`DROP TABLE IF EXISTS ${tables.join(', ')}`);

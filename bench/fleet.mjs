@@ -366,7 +366,7 @@ async function postgres() {
     },
     async stop() {
       await pool.query(
-        `DROP TABLE IF EXISTS "${table}", "${table}_members", "${table}_audit", "${table}_runs", "${table}_summary", "${table}_trigger", "${table}_stored"`,
+        `DROP TABLE IF EXISTS "${table}", "${table}_members", "${table}_audit", "${table}_runs", "${table}_summary", "${table}_trigger", "${table}_stored", "${table}_incident"`,
       );
       await pool.end();
     },

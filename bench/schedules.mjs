@@ -67,7 +67,7 @@ function storeOf(kind, suffix = `${process.pid}_${Date.now().toString(36)}`) {
     async clean() {
       for (const close of closing.splice(0)) await close();
       const pool = new pg.Pool({ connectionString: DATABASE_URL });
-      const tables = ['', '_members', '_audit', '_runs', '_summary', '_trigger', '_stored'];
+      const tables = ['', '_members', '_audit', '_runs', '_summary', '_trigger', '_stored', '_incident'];
       await pool.query(`DROP TABLE IF EXISTS ${tables.map((end) => `"${table}${end}"`).join(', ')}`);
       await pool.end();
     },

@@ -6,6 +6,8 @@ import type {
   PeriodicFleetSchedule,
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
+  PeriodicIncidentKind,
+  PeriodicIncidentRecord,
   PeriodicLeaseHeld,
   PeriodicOperation,
   PeriodicRunEntry,
@@ -51,6 +53,8 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
   /** The fleet's pauses, and the audit trails (newest last), by job name. */
   private readonly pauses = new Map<string, PeriodicOperation>();
   private readonly audits = new Map<string, PeriodicOperation[]>();
+  /** The open incidents, by job name and kind. */
+  private readonly incidents = new Map<string, Map<PeriodicIncidentKind, PeriodicIncidentRecord>>();
   /** The run histories (in the order they were recorded), and what the fleet's runs told of each job. */
   private readonly histories = new Map<string, PeriodicRunEntry[]>();
   private readonly outcomes = new Map<string, SlotStreak>();
@@ -167,6 +171,42 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
     if (operation.action === 'pause') this.pauses.set(name, { ...operation });
     if (operation.action === 'resume') this.pauses.delete(name);
     this.audited(name, operation, keep);
+  }
+
+  async openIncident(
+    incident: PeriodicIncidentRecord,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<boolean> {
+    const { name, kind } = incident;
+    let open = this.incidents.get(name);
+    if (open?.has(kind)) return false;
+    if (open === undefined) this.incidents.set(name, (open = new Map()));
+    open.set(kind, { ...incident });
+    this.audited(name, operation, keep);
+    return true;
+  }
+
+  async closeIncident(
+    name: string,
+    kind: PeriodicIncidentKind,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<PeriodicIncidentRecord | null> {
+    const open = this.incidents.get(name);
+    const incident = open?.get(kind);
+    if (incident === undefined) return null;
+    open!.delete(kind);
+    if (open!.size === 0) this.incidents.delete(name);
+    this.audited(name, operation, keep);
+    return { ...incident };
+  }
+
+  async readIncidents(limit: number): Promise<PeriodicIncidentRecord[]> {
+    return [...this.incidents.keys()]
+      .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+      .flatMap((name) => [...this.incidents.get(name)!.values()].map((incident) => ({ ...incident })))
+      .slice(0, limit);
   }
 
   private audited(name: string, operation: PeriodicOperation, keep: number): void {

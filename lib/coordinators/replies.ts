@@ -1,5 +1,7 @@
 import { describeValue } from '../scheduler/errors.js';
 import type {
+  PeriodicIncidentKind,
+  PeriodicIncidentRecord,
   PeriodicOperation,
   PeriodicRunEntry,
   PeriodicTriggerAnswer,
@@ -74,6 +76,17 @@ export function operationOf(record: string): PeriodicOperation {
     note: text(parsed?.note),
     replica: text(parsed?.replica) ?? 'unknown',
     at: typeof at === 'number' && Number.isSafeInteger(at) && at >= 0 ? at : 0,
+  };
+}
+
+/** An incident of job `name` from its JSON (`{ since, detail }`), as the Redis coordinator keeps it. */
+export function incidentOf(name: string, kind: PeriodicIncidentKind, json: string): PeriodicIncidentRecord {
+  const { since, detail } = (JSON.parse(json) ?? {}) as { since?: unknown; detail?: unknown };
+  return {
+    name,
+    kind,
+    since: typeof since === 'number' && Number.isSafeInteger(since) && since >= 0 ? since : 0,
+    detail: typeof detail === 'string' ? detail : '',
   };
 }
 

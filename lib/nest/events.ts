@@ -24,6 +24,8 @@ const EVENT_TYPES = [
   'leaseLost',
   'operated',
   'storeReset',
+  'incident',
+  'recovered',
 ] as const satisfies readonly PeriodicEventType[];
 
 /** One `diagnostics_channel` per event type, named `nestjs-periodic:<type>`. */

@@ -24,7 +24,9 @@ export type PeriodicLogKind =
   | 'retrying'
   | 'guardFailed'
   | 'leaseAcquired'
-  | 'operated';
+  | 'operated'
+  | 'incident'
+  | 'recovered';
 
 /** The level of each kind of log line, `false` for none; the kinds not named keep their defaults. */
 export type PeriodicLoggerLevels = { [kind in PeriodicLogKind]?: PeriodicLogLevel | false };
@@ -45,6 +47,8 @@ export const DEFAULT_LOG_LEVELS: Readonly<Required<PeriodicLoggerLevels>> = {
   guardFailed: 'error',
   leaseAcquired: 'log',
   operated: 'log',
+  incident: 'error',
+  recovered: 'log',
 };
 
 export const LOG_KINDS = Object.keys(DEFAULT_LOG_LEVELS) as PeriodicLogKind[];
@@ -76,6 +80,8 @@ const SOURCES: Record<PeriodicLogKind, readonly PeriodicEventType[]> = {
   guardFailed: ['guardFailed'],
   leaseAcquired: ['leaseAcquired'],
   operated: ['operated'],
+  incident: ['incident'],
+  recovered: ['recovered'],
 };
 
 /** What the emitter asks of the event logger. */
@@ -188,6 +194,13 @@ export function eventLogger(
           const note = event.note === null ? '' : `: ${event.note}`;
           return line('operated', `${event.name} ${done}${by} on ${event.replica}${note}`);
         }
+        case 'incident':
+          return line('incident', `incident: ${event.name} is ${event.kind}: ${event.detail}`);
+        case 'recovered':
+          return line(
+            'recovered',
+            `recovered: ${event.name} is no longer ${event.kind}, after ${Math.round(event.durationMs)}ms`,
+          );
       }
     },
   };

@@ -105,6 +105,21 @@ export class RunTelemetry {
       description: 'Check-ins that failed after their retry, by job',
       unit: '{check-in}',
     });
+    const incidents = meter.createUpDownCounter('periodic.incidents.open', {
+      description:
+        'Incidents open, by job and kind: one more when this replica opens one, one less when it closes one',
+      unit: '{incident}',
+    });
+    events.on('incident', ({ name, kind }) =>
+      this.guarded(name, () =>
+        incidents.add(1, { 'periodic.job.name': name, 'periodic.incident.kind': kind }),
+      ),
+    );
+    events.on('recovered', ({ name, kind }) =>
+      this.guarded(name, () =>
+        incidents.add(-1, { 'periodic.job.name': name, 'periodic.incident.kind': kind }),
+      ),
+    );
     events.on('started', ({ name, startedAt, scheduledAt }) =>
       this.guarded(name, () =>
         lateness.record((startedAt - scheduledAt) / 1000, { 'periodic.job.name': name }),

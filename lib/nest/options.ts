@@ -2,6 +2,12 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import { StoreLog } from '../scheduler/store-log.js';
 import {
+  incidentSettings,
+  INCIDENTS_RULE,
+  type IncidentSettings,
+  type PeriodicIncidentOptions,
+} from '../scheduler/incidents.js';
+import {
   HISTORY_RULE,
   type HistorySettings,
   historySettings,
@@ -77,6 +83,11 @@ export interface PeriodicModuleOptions {
    * @default none
    */
   checkIns?: PeriodicCheckIns;
+  /**
+   * When a job opens an incident, once for the fleet, and when it closes (docs/alerts.md): `false` for never.
+   * @default { failedSlots: 3, lateAfter: 60_000, hungAfter: 3_600_000, recoverAfter: 1 }
+   */
+  incidents?: PeriodicIncidentOptions | false;
 }
 
 /** The module's options, validated, with defaults filled in. */
@@ -91,6 +102,7 @@ export interface ResolvedModuleOptions {
   readonly errors: 'message' | 'name';
   readonly telemetry: boolean;
   readonly checkIns: PeriodicCheckIns | undefined;
+  readonly incidents: IncidentSettings;
 }
 
 const isObject = (value: unknown): value is object =>
@@ -115,6 +127,7 @@ const MODULE_RULES = {
   errors: oneOf('message', 'name'),
   telemetry: { accepts: (value) => typeof value === 'boolean', expected: 'true or false' },
   checkIns: CHECK_INS_RULE,
+  incidents: INCIDENTS_RULE,
 } satisfies Record<keyof PeriodicModuleOptions, OptionRule>;
 /** The rules of every option of a job but its name, which is how `jobs` finds it. */
 const OVERRIDE_RULES = Object.fromEntries(
@@ -146,6 +159,7 @@ export function resolveModuleOptions(input: unknown, where: string): ResolvedMod
     errors,
     telemetry,
     checkIns: given.checkIns,
+    incidents: incidentSettings(where, given.incidents),
   };
 }
 

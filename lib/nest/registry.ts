@@ -152,7 +152,7 @@ export class PeriodicRegistry {
     const { replica } = this.settings;
     if (replica !== undefined)
       replica.onStoreReset ??= (lost) => this.events.emit({ type: 'storeReset', lost });
-    const { replica: replicaName, history, errors, checkIns } = this.settings.options;
+    const { replica: replicaName, history, errors, checkIns, incidents } = this.settings.options;
     return new PeriodicScheduler(options, this.events, {
       where,
       replica,
@@ -161,6 +161,7 @@ export class PeriodicRegistry {
       history,
       errors,
       checkIns: { module: checkIns, reports: this.checkInReports },
+      incidents,
     });
   }
 

@@ -7,7 +7,13 @@ import type {
 } from '../scheduler/coordinator-port.js';
 import { describeValue, PeriodicConfigError, PeriodicConflictError, storeRead } from '../scheduler/errors.js';
 import { keptBy } from '../scheduler/job-history.js';
-import { auditEntry, auditLimit, OPERATION_RULES, type PeriodicAuditEntry } from '../scheduler/operations.js';
+import {
+  auditEntry,
+  auditLimit,
+  OPERATION_RULES,
+  operatedEvent,
+  type PeriodicAuditEntry,
+} from '../scheduler/operations.js';
 import { historyQuery, type PeriodicRunRecord, runRecord } from '../scheduler/history.js';
 import type { StoreCalls } from '../scheduler/store-calls.js';
 import type { PeriodicSchedulerOptions } from '../scheduler/options.js';
@@ -575,7 +581,7 @@ export class PeriodicSchedules {
   }
 
   #operated(name: string, asked: PeriodicOperation): void {
-    this.events.emit({ type: 'operated', ...auditEntry(name, asked) });
+    this.events.emit(operatedEvent(name, asked));
   }
 
   /** Waits until this replica has applied the changes the store has now, its own included. */

@@ -108,11 +108,22 @@ export interface PeriodicScheduleWrite extends PeriodicLeaseHeld {
 }
 
 /**
- * An operation on a job, as the job's audit trail keeps it: `pause`, `resume` or `trigger`, or a change of a
- * stored schedule (`create`, `update`, `remove`).
+ * An operation on a job, as the job's audit trail keeps it: `pause`, `resume` or `trigger`, a change of a
+ * stored schedule (`create`, `update`, `remove`), a backfill, or an incident opened or closed (`incident`,
+ * `recovered`, written by the incident steps, not by `operate`).
  */
 export interface PeriodicOperation {
-  action: 'pause' | 'resume' | 'trigger' | 'create' | 'update' | 'remove' | 'backfill' | 'cancelBackfill';
+  action:
+    | 'pause'
+    | 'resume'
+    | 'trigger'
+    | 'create'
+    | 'update'
+    | 'remove'
+    | 'backfill'
+    | 'cancelBackfill'
+    | 'incident'
+    | 'recovered';
   /** Who asked for it, as the caller named them; null when not named. */
   by: string | null;
   note: string | null;
@@ -208,7 +219,7 @@ export type PeriodicScheduleWritten = boolean | 'paused';
  * steps a coordinator has whole or not at all: the fleet's batched steps (`PeriodicFleetSteps`), which keep a
  * fleet's traffic to the store independent of the number of jobs and spread the jobs over the replicas (a
  * coordinator without them works as one replica alone, with a command per job); and, on top of them, the
- * fleet's pauses and audit trail, its run history, triggers from any replica, and stored schedules.
+ * fleet's pauses and audit trail, its run history, triggers from any replica, stored schedules, and incidents.
  */
 export type PeriodicCoordinator = PeriodicLeaseSteps &
   Partial<
@@ -216,7 +227,8 @@ export type PeriodicCoordinator = PeriodicLeaseSteps &
       PeriodicAuditSteps &
       PeriodicHistorySteps &
       PeriodicTriggerSteps &
-      PeriodicScheduleSteps
+      PeriodicScheduleSteps &
+      PeriodicIncidentSteps
   >;
 
 /** The steps for one job, which every coordinator has: a job's lease and its schedule. */
@@ -427,4 +439,38 @@ export interface PeriodicScheduleSteps {
    * `NOTIFY`), so that replicas apply it before their next heartbeat. Returns what stops it.
    */
   watchStored?(listener: () => void): () => void;
+}
+
+/** What an incident is about (docs/alerts.md): slots that failed, a slot that did not start, a run that goes on. */
+export type PeriodicIncidentKind = 'failing' | 'late' | 'hung';
+
+/** An open incident of a job, as the store keeps it. `since`: when it opened, wall-clock ms since the epoch. */
+export interface PeriodicIncidentRecord {
+  name: string;
+  kind: PeriodicIncidentKind;
+  since: number;
+  detail: string;
+}
+
+/**
+ * What opens each incident once for the fleet (docs/alerts.md): the replica whose step opens it says so, and the
+ * others, which find it open, do not. Each step records the incident's opening or closing in the job's audit
+ * trail (`'incident'`, `'recovered'`), which keeps the latest `keep`, in the same step.
+ */
+export interface PeriodicIncidentSteps {
+  /** Opens `incident` unless its job has one of its kind open: true if this step opened it. */
+  openIncident(
+    incident: PeriodicIncidentRecord,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<boolean>;
+  /** Closes the incident of `kind` of job `name`: the incident closed, or null when none was open. */
+  closeIncident(
+    name: string,
+    kind: PeriodicIncidentKind,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<PeriodicIncidentRecord | null>;
+  /** The incidents open in the fleet, at most `limit` of them, in the order of their jobs' names. */
+  readIncidents(limit: number): Promise<PeriodicIncidentRecord[]>;
 }

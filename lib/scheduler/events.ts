@@ -1,3 +1,5 @@
+import type { PeriodicIncidentKind } from './coordinator-port.js';
+
 /** How a run ended. */
 export type JobExitReason = 'normal' | 'error' | 'timeout' | 'killed' | 'shutdown' | 'leaseLost';
 /** Every exit reason, in an order the history's memory counts on: add new ones at the end. */
@@ -45,6 +47,14 @@ export type PeriodicEvent =
    * Once per loss and replica, not per job.
    */
   | { type: 'storeReset'; lost: string[] }
+  /**
+   * An incident opened for the job (docs/alerts.md): slots in a row failed (`'failing'`), a slot did not start
+   * `lateAfter` after it was due (`'late'`), a run goes on past `hungAfter` (`'hung'`). Once for the fleet: by the
+   * replica that opened it.
+   */
+  | { type: 'incident'; name: string; kind: PeriodicIncidentKind; since: Date; detail: string }
+  /** The job's incident of `kind`, open since `since`, closed after `recoverAfter` good slots, by the replica that closed it. */
+  | { type: 'recovered'; name: string; kind: PeriodicIncidentKind; since: Date; durationMs: number }
   /** A pause, resume or trigger, or a change of a stored schedule, as the job's audit trail records it. */
   | {
       type: 'operated';

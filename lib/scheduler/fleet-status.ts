@@ -4,6 +4,7 @@ import type { PeriodicFleetRead, PeriodicOperation, PeriodicRunEntry } from './c
 import type { StoreLog } from './store-log.js';
 import { type PeriodicRunRecord, runRecord } from './history.js';
 import type { Replica } from './replica.js';
+import type { PeriodicIncident } from './incidents.js';
 
 /** An exclusive job as the fleet sees it: `registry.fleetStatus(name)`. */
 export interface PeriodicFleetStatus {
@@ -21,6 +22,11 @@ export interface PeriodicFleetStatus {
   /** The store, as this replica sees it. */
   store: { reachable: boolean; since: Date; lastError: string | null };
   /**
+   * The job's open incidents, oldest first (docs/alerts.md): the fleet's as this replica's last heartbeat read
+   * them and its own steps since, and those this replica opened on its own.
+   */
+  incidents: PeriodicIncident[];
+  /**
    * A stored schedule that no live replica can run, as none has its `@PeriodicHandler()`: the replicas of the
    * fleet (a rolling deploy not done yet, say). Absent otherwise.
    */
@@ -35,6 +41,7 @@ export interface LocalView {
   lastRun: PeriodicRunEntry | null;
   lastSucceededAt: number | null;
   consecutiveFailures: number;
+  incidents: PeriodicIncident[];
 }
 
 /** The replica that holds a lease, from its session (`<replica>/<id>`). */
@@ -77,6 +84,7 @@ export function fleetStatusOf(
       log === undefined
         ? { reachable: true, since: new Date(START), lastError: null }
         : { reachable: log.reachable, since: new Date(log.since), lastError: log.lastError },
+    incidents: local.incidents,
   };
 }
 

@@ -48,6 +48,8 @@ export class FleetSlots implements AheadClaimer {
   /** The last slot and the next, as this replica last wrote them or found them when it took the lease. */
   #last = 0;
   #next = 0;
+  /** The latest slot the store took as claimed, as `lastClaimed` says. */
+  #taken = 0;
 
   /**
    * @param lease the job's lease, which this replica must hold to start a run.
@@ -61,6 +63,11 @@ export class FleetSlots implements AheadClaimer {
     this.grid = gridOf(options);
     this.#counts = options.maxRuns !== undefined;
     lease.claimer = this;
+  }
+
+  /** The last slot the store said this replica claimed, or had been claimed when it took the lease; 0 if none. */
+  get lastClaimed(): number {
+    return this.#taken;
   }
 
   /** `maxRuns`: the slots of the grid the fleet has claimed, this replica's last claim included. */
@@ -115,7 +122,10 @@ export class FleetSlots implements AheadClaimer {
     this.claiming = write;
     const taken = await write;
     // A slot claimed while the lease was being handed over or lost is given back with the lease.
-    if (taken !== false) this.unstarted = slot;
+    if (taken !== false) {
+      this.unstarted = slot;
+      this.#taken = Math.max(this.#taken, slot);
+    }
     return lease.held && taken;
   }
 
@@ -219,6 +229,7 @@ export class FleetSlots implements AheadClaimer {
     this.#backfill = stored?.backfill;
     this.#last = stored?.last ?? 0;
     this.#next = stored?.next ?? 0;
+    this.#taken = Math.max(this.#taken, this.#last);
     const next = fleetNext(stored, this.grid, this.after, wallNow, this.changedAt, this.createdAt);
     if (next !== undefined) return next;
     void this.lease.writeSchedule(this.written(0, unheld || slot));

@@ -152,6 +152,14 @@ export class JobOperations {
     this.job.operationRecorded(asked);
   }
 
+  /**
+   * Records an entry in this process's audit trail alone: an incident a job that is not the fleet's opened or
+   * closed (an exclusive job's are written by the store's incident steps).
+   */
+  recordHere(entry: PeriodicOperation): void {
+    if (this.store === undefined) (this.#audit ??= new LocalAudit(this.keep)).record(entry);
+  }
+
   /** The job's audit trail (see `PeriodicScheduler.audit`). */
   async audit(options?: { limit?: number }): Promise<PeriodicAuditEntry[]> {
     const { name } = this.job;

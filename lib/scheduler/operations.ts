@@ -5,6 +5,7 @@ import { NoAnswer } from './store-calls.js';
 import { messageOf, PeriodicStoreError } from './errors.js';
 import { checkedOptions, type OptionRule } from './rules.js';
 import { KEPT_COUNT } from './history.js';
+import type { PeriodicEventOf } from './events.js';
 
 /** Who asks for an operation, and why, as `pause`, `resume` and `trigger` take them. */
 export interface PeriodicOperationOptions {
@@ -51,6 +52,15 @@ export function operation(
   const given = checkedOptions(where, options ?? {}, OPERATION_RULES, "{ by: 'alice', note: 'maintenance' }");
   const { by = null, note = null } = given as PeriodicOperationOptions;
   return { action, by, note, replica, at: Date.now() };
+}
+
+/**
+ * The event `operated` of an operation asked of a job: an incident's entries in the audit trail have events of
+ * their own (`incident`, `recovered`), and never come here.
+ */
+export function operatedEvent(name: string, asked: PeriodicOperation): PeriodicEventOf<'operated'> {
+  const entry = auditEntry(name, asked);
+  return { type: 'operated', ...entry, action: entry.action as PeriodicEventOf<'operated'>['action'] };
 }
 
 /** An operation as the audit trail and the event `operated` show it. */

@@ -42,6 +42,7 @@ import { FleetSlots } from './fleet.js';
 import { fleetStatusAll, fleetStatusOf, type LocalView, type PeriodicFleetStatus } from './fleet-status.js';
 import {
   countOutcome,
+  errorOf,
   HISTORY_DEFAULTS,
   type HistorySettings,
   type PeriodicRunRecord,
@@ -50,7 +51,7 @@ import {
 import { historyReplica, JobHistory, keptBy, recordingOf, type RunRecording } from './job-history.js';
 import { JobOperations, type OperatedJob } from './job-operations.js';
 import {
-  auditEntry,
+  operatedEvent,
   operation,
   type PeriodicAuditEntry,
   type PeriodicOperationOptions,
@@ -81,6 +82,14 @@ import {
   type Search,
 } from './backfill.js';
 import { CHECK_IN_WARNINGS, type CheckInReports, CheckIns, type PeriodicCheckIns } from './check-ins.js';
+import {
+  INCIDENT_DEFAULTS,
+  type IncidentJob,
+  JobIncidents,
+  type IncidentSettings,
+  incidentList,
+  type PeriodicIncident,
+} from './incidents.js';
 
 /** The slot a run is for, as its check-ins say it: null for a trigger or a manual tick. */
 const slotOf = (run: Run) => (run.slotOrigin === 'timer' || run.slotOrigin === 'backfill' ? run.slot : null);
@@ -172,6 +181,8 @@ export interface SchedulerContext {
   method?: { readonly target: object; readonly key: string | symbol };
   /** The application's check-ins, which a job's `checkIn` overrides, and what hears of those that fail. */
   checkIns?: { module: PeriodicCheckIns | undefined; reports: CheckInReports };
+  /** When the job opens incidents, and when they close (docs/alerts.md); false: never. @default the defaults */
+  incidents?: IncidentSettings;
 }
 
 /**
@@ -222,6 +233,11 @@ export class PeriodicScheduler {
   #askingRuns = false;
   /** Where its runs' check-ins go, when the job or the module has some. */
   readonly #checkIns: CheckIns | undefined;
+  /** When the job opens incidents (false: never), and its incidents, made when it first has to look for one. */
+  readonly #incidentSettings: IncidentSettings;
+  #madeIncidents: JobIncidents | undefined;
+  /** When this replica last lost the job's lease (wall clock): a store down since then is one it held the lease at. */
+  #leaseLostAt = 0;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
   #slot = 0;
   /** What ticks wait for, made when one first waits for its jitter, its guard or its claim: most jobs never do. */
@@ -289,6 +305,7 @@ export class PeriodicScheduler {
       history = HISTORY_DEFAULTS,
       errors = history === false ? HISTORY_DEFAULTS.errors : history.errors,
       checkIns,
+      incidents = INCIDENT_DEFAULTS,
     } = typeof context === 'string' ? { where: context } : (context ?? {});
     const name: unknown = options?.name;
     const where =
@@ -331,6 +348,7 @@ export class PeriodicScheduler {
       this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
     }
     this.#recording = recordingOf(replica?.name ?? replicaName ?? defaultReplicaName(), history, errors);
+    this.#incidentSettings = incidents;
     try {
       const reports = checkIns?.reports ?? CHECK_IN_WARNINGS;
       this.#checkIns = CheckIns.of(where, resolved.name, resolved.checkIn, checkIns?.module, errors, reports);
@@ -375,6 +393,14 @@ export class PeriodicScheduler {
     if (this.#ending) {
       this.#ending = false;
       return this.#complete();
+    }
+    const incidents = this.#incidentSettings;
+    if (incidents !== false) {
+      // The slot armed for came this much ago (a cron job's timer also wakes before its slot, to look at the clock).
+      const lateBy = this.#calendar === undefined ? time - this.deadline : Date.now() - this.#slot;
+      if (lateBy >= incidents.lateAfter && this.#fleet?.lease.held !== false && this.#open) {
+        this.#incidents!.tickLate(this.#slot, lateBy);
+      }
     }
     if (this.#policy !== undefined) return this.#policyTick(this.#policy, time);
     const calendar = this.#calendar;
@@ -609,6 +635,7 @@ export class PeriodicScheduler {
   #takeTick(tick: Run): Run | undefined | Promise<Run | undefined> {
     if (this.#phase !== 'ticking') return undefined;
     const fleet = this.#fleet;
+    if (fleet !== undefined && tick.origin === 'timer') this.#watchSlot(fleet, tick.slot);
     // Without the lease, or paused, a tick starts nothing: no guard, no event.
     if (fleet?.lease.held === false) {
       if (tick.origin === 'timer') {
@@ -755,6 +782,7 @@ export class PeriodicScheduler {
       this.#emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
     }
     this.#checkIns?.started(run.jobId, slotOf(run));
+    if (this.#incidentSettings !== false) this.#incidents!.runStarted();
     run.launch();
     return run;
   }
@@ -813,6 +841,7 @@ export class PeriodicScheduler {
     const outcome = slotOutcome(reason, retry !== undefined);
     countOutcome(record, outcome, record.lastEndedAt);
     if (outcome === 'fail') this.#failedInARow();
+    if (outcome !== null && this.#incidentSettings !== false) this.#slotEnded(outcome === 'ok');
     if (this.recordsRuns) this.#history.ended(run, reason, durationMs, failed, error, retry !== undefined);
     this.#checkIns?.ended(run.jobId, slotOf(run), reason, failed ? error : run.stopError);
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
@@ -990,6 +1019,7 @@ export class PeriodicScheduler {
     // Counted here, not by the stores: the record of its last run said a retry would follow.
     countOutcome(this.#recorded(), 'fail', Date.now());
     this.#failedInARow();
+    if (this.#incidentSettings !== false) this.#slotEnded(false);
     // A lease being handed over waited for this retry.
     this.#fleet?.lease.idle();
     if (
@@ -1012,6 +1042,75 @@ export class PeriodicScheduler {
       `${limit} slot${limit === 1 ? '' : 's'} in a row failed after their retries (pauseAfterFailures: ${limit}); ` +
       'resume the job to run it again';
     void this.pause({ by: PAUSED_BY, note }).catch(() => undefined);
+  }
+
+  // ---- Incidents ----
+
+  /** The job's incidents (with incidents on): made when first needed. */
+  get #incidents(): JobIncidents | undefined {
+    const settings = this.#incidentSettings;
+    if (settings === false) return undefined;
+    return (this.#madeIncidents ??= new JobIncidents(
+      this.#incidentJob(),
+      settings,
+      this.#fleet?.lease.replica.incidents,
+    ));
+  }
+
+  /** What the job's incidents ask of it, and what the fleet's watch of late slots does. */
+  #incidentJob(): IncidentJob {
+    const { name } = this;
+    return {
+      name,
+      replicaName: this.#recording.replica,
+      auditKeep: keptBy(this.#recording.settings),
+      oldestRun: () => {
+        const runs = this.#runs;
+        const oldest = Array.isArray(runs) ? runs[0] : runs;
+        return (
+          oldest && { jobId: oldest.jobId, startedWall: oldest.startedWall, startedAt: oldest.startedAt }
+        );
+      },
+      recordHere: (operation) => this.#operated().recordHere(operation),
+      incidentOpened: ({ kind, since, detail }) => {
+        if (this.#wants('incident'))
+          this.#emit({ type: 'incident', name, kind, since: new Date(since), detail });
+      },
+      incidentClosed: ({ kind, since }, durationMs) => {
+        if (this.#wants('recovered')) {
+          this.#emit({ type: 'recovered', name, kind, since: new Date(since), durationMs });
+        }
+      },
+      lateUnseen: (slot) =>
+        this.#phase === 'ticking' && this.#open && !this.#completed && (this.#fleet?.lastClaimed ?? 0) < slot,
+      heldAtOutage: () => {
+        const log = this.storeLog;
+        return (
+          this.#fleet?.lease.held === true || (log?.reachable === false && this.#leaseLostAt >= log.since)
+        );
+      },
+    };
+  }
+
+  /** An exclusive job's slot came: the fleet's watch looks `lateAfter` after it whether some replica started it. */
+  #watchSlot(fleet: FleetSlots, slot: number): void {
+    const settings = this.#incidentSettings;
+    const watch = fleet.lease.replica.incidents;
+    if (settings === false || watch === undefined) return;
+    watch.watch(this.#incidents!, slot, settings.lateAfter);
+  }
+
+  /** A slot's work ended for good, well or not. */
+  #slotEnded(ok: boolean): void {
+    const record = this.#record!;
+    const error = record.lastError;
+    const text =
+      error === undefined
+        ? `the run ended '${record.lastReason}'`
+        : (({ name, message }) => (message === '' ? name : `${name}: ${message}`))(
+            errorOf(error.value, this.#recording.errors),
+          );
+    this.#incidents!.slotEnded(ok, Date.now(), record.consecutiveFailures, text);
   }
 
   /**
@@ -1195,6 +1294,7 @@ export class PeriodicScheduler {
 
   /** @internal This replica no longer holds the job's lease: its runs are stopped (`'leaseLost'`). */
   leaseLost(reason: string): void {
+    this.#leaseLostAt = Date.now();
     if (this.#wants('leaseLost')) this.#emit({ type: 'leaseLost', name: this.name, reason });
     // The store keeps where a backfill stands: the next holder goes on from there.
     this.#backfill = undefined;
@@ -1271,6 +1371,7 @@ export class PeriodicScheduler {
     this.#backlog = undefined;
     this.#backfill = undefined;
     this.#cancelRetries();
+    this.#madeIncidents?.stop();
     // The lease is renewed while runs drain, so that no other replica starts the job meanwhile.
     this.#fleet?.lease.retire();
   }
@@ -1628,7 +1729,7 @@ export class PeriodicScheduler {
 
   /** @internal An operation was recorded: the event `operated`. */
   operationRecorded(asked: PeriodicOperation): void {
-    if (this.#wants('operated')) this.#emit({ type: 'operated', ...auditEntry(this.name, asked) });
+    if (this.#wants('operated')) this.#emit(operatedEvent(this.name, asked));
   }
 
   /** @internal Whether the job records its runs: the module's `history` is not false. */
@@ -1686,7 +1787,15 @@ export class PeriodicScheduler {
       lastRun: this.#madeHistory?.last ?? null,
       lastSucceededAt: succeeded === undefined || Number.isNaN(succeeded) ? null : succeeded,
       consecutiveFailures: record?.consecutiveFailures ?? 0,
+      incidents: this.openIncidents,
     };
+  }
+
+  /** @internal The job's open incidents, as this replica knows them (see `PeriodicFleetStatus.incidents`). */
+  get openIncidents(): PeriodicIncident[] {
+    if (this.#madeIncidents !== undefined) return this.#madeIncidents.list();
+    const open = this.#fleet?.lease.replica.incidents?.openOf(this.name);
+    return open === undefined ? [] : incidentList(open);
   }
 
   /** What the job is doing, and what it did last. */

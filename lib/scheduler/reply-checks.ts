@@ -8,6 +8,8 @@ import type {
   PeriodicHeartbeatReply,
   PeriodicFleetSteps,
   PeriodicHistorySteps,
+  PeriodicIncidentRecord,
+  PeriodicIncidentSteps,
   PeriodicLeaseSteps,
   PeriodicOperation,
   PeriodicRunEntry,
@@ -31,6 +33,7 @@ const CAPABILITIES = {
   history: ['recordRuns', 'readHistory', 'readFleet'],
   trigger: ['requestTrigger', 'readTrigger', 'answerTrigger'],
   schedules: ['writeStored', 'removeStored', 'readStored', 'listStored', 'readStoredChanges'],
+  incidents: ['openIncident', 'closeIncident', 'readIncidents'],
 } as const satisfies {
   leases: readonly (keyof PeriodicLeaseSteps)[];
   fleet: readonly (keyof PeriodicFleetSteps)[];
@@ -38,6 +41,7 @@ const CAPABILITIES = {
   history: readonly (keyof PeriodicHistorySteps)[];
   trigger: readonly (keyof PeriodicTriggerSteps)[];
   schedules: readonly (keyof PeriodicScheduleSteps)[];
+  incidents: readonly (keyof PeriodicIncidentSteps)[];
 };
 
 /** Whether `coordinator` has every step of `capability`. */
@@ -155,6 +159,8 @@ export const ACTIONS: ReadonlySet<unknown> = new Set<PeriodicOperation['action']
   'remove',
   'backfill',
   'cancelBackfill',
+  'incident',
+  'recovered',
 ]);
 
 export const OPERATION = {
@@ -290,6 +296,19 @@ export const TRIGGER_ANSWER = {
     );
   },
   expected: "'pending', 'taken', 'withdrawn' or an answer { ok, jobId | error, replica }",
+};
+
+const INCIDENT_KINDS: ReadonlySet<unknown> = new Set(['failing', 'late', 'hung']);
+
+/** An incident as the incident steps answer it. */
+export const INCIDENT = {
+  accepts: (value: unknown): value is PeriodicIncidentRecord => {
+    const { name, kind, since, detail } = (value ?? {}) as Partial<PeriodicIncidentRecord>;
+    return (
+      typeof name === 'string' && INCIDENT_KINDS.has(kind) && isWhole(since) && typeof detail === 'string'
+    );
+  },
+  expected: "an incident { name, kind: 'failing' | 'late' | 'hung', since, detail }",
 };
 
 export function wrongOperation(step: string, reply: unknown): string {

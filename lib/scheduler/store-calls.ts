@@ -4,6 +4,8 @@ import type {
   PeriodicFleetRead,
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
+  PeriodicIncidentKind,
+  PeriodicIncidentRecord,
   PeriodicLeaseHeld,
   PeriodicOperation,
   PeriodicRunEntry,
@@ -27,6 +29,7 @@ import {
   checked,
   FLEET_READ,
   heartbeatProblem,
+  INCIDENT,
   OPERATION,
   RUN,
   SCHEDULE,
@@ -131,6 +134,56 @@ export class StoreCalls {
       what,
       () => this.coordinator.operate!(name, operation, keep),
       () => undefined,
+    );
+  }
+
+  /** Whether the coordinator opens the fleet's incidents as one (docs/alerts.md): it has the steps for it. */
+  get incidents(): boolean {
+    return this.batched && capable(this.coordinator, 'incidents');
+  }
+
+  /** Opens an incident unless its kind is open: whether this call opened it; within `leaseMs / 3`. */
+  openIncident(
+    incident: PeriodicIncidentRecord,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<boolean> {
+    return this.bounded(
+      `opening the ${incident.kind} incident of "${incident.name}"`,
+      () => this.coordinator.openIncident!(incident, operation, keep),
+      (reply) =>
+        typeof reply === 'boolean'
+          ? undefined
+          : `openIncident() answered ${describeValue(reply)}, not true or false`,
+    );
+  }
+
+  /** Closes an incident: the one closed, or null when none of its kind was open; within `leaseMs / 3`. */
+  closeIncident(
+    name: string,
+    kind: PeriodicIncidentKind,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<PeriodicIncidentRecord | null> {
+    return this.bounded(
+      `closing the ${kind} incident of "${name}"`,
+      () => this.coordinator.closeIncident!(name, kind, operation, keep),
+      (reply) =>
+        reply === null || INCIDENT.accepts(reply)
+          ? undefined
+          : `closeIncident() answered ${describeValue(reply)}, not null or ${INCIDENT.expected}`,
+    );
+  }
+
+  /** The incidents open in the fleet, at most `limit`; within `leaseMs / 3`. */
+  readIncidents(limit: number): Promise<PeriodicIncidentRecord[]> {
+    return this.bounded(
+      'reading the open incidents',
+      () => this.coordinator.readIncidents!(limit),
+      (reply) =>
+        Array.isArray(reply) && reply.every((incident) => INCIDENT.accepts(incident))
+          ? undefined
+          : `readIncidents() answered ${describeValue(reply)}, not an array of ${INCIDENT.expected}`,
     );
   }
 

@@ -5,6 +5,7 @@ import { PeriodicRegistry } from '../nest/registry.js';
 import { describeValue, PeriodicConfigError } from '../scheduler/errors.js';
 import { checkedOptions, type OptionRule } from '../scheduler/rules.js';
 import type { PeriodicJobStatus } from '../scheduler/status.js';
+import type { PeriodicIncidentKind } from '../scheduler/coordinator-port.js';
 
 /** What the health check tells of one job: no error message, no stack (health endpoints are often public). */
 export interface PeriodicJobHealth {
@@ -15,6 +16,11 @@ export interface PeriodicJobHealth {
   lastSucceededAt: Date | null;
   consecutiveFailures: number;
   nextTickAt: Date | null;
+  /**
+   * The job's open incidents (docs/alerts.md), by kind and since when, without their details (they may hold an
+   * error's message); absent when none is open.
+   */
+  incidents?: { kind: PeriodicIncidentKind; since: Date }[];
 }
 
 /** Options of {@link PeriodicHealthIndicator.isHealthy}. */
@@ -86,6 +92,9 @@ export class PeriodicHealthIndicator {
         consecutiveFailures: status.consecutiveFailures,
         nextTickAt: status.nextTickAt,
       };
+      const incidents = scheduler.openIncidents;
+      if (incidents.length > 0)
+        jobs[status.name].incidents = incidents.map(({ kind, since }) => ({ kind, since }));
     }
     const session = this.health.check(key);
     return down ? session.down({ jobs }) : session.up({ jobs });

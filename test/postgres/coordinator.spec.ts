@@ -67,6 +67,7 @@ describe('table options never share a table', () => {
       '_sc',
       '_sn',
       '_sh',
+      '_incident',
     ].map((suffix) => `${table}${suffix}`);
   const pool = { query: async () => ({ rows: [] }) };
   const accepted = (table: string) => {

@@ -64,7 +64,7 @@ export function usePostgres(): { pool(): pg.Pool; table(): string } {
 /** Drops a table a test made, and the coordinator's table of members beside it. */
 export async function dropTable(pool: pg.Pool, table: string): Promise<void> {
   await pool.query(
-    `DROP TABLE IF EXISTS "${table}", "${table}_members", "${table}_audit", "${table}_runs", "${table}_summary", "${table}_trigger", "${table}_stored"`,
+    `DROP TABLE IF EXISTS "${table}", "${table}_members", "${table}_audit", "${table}_runs", "${table}_summary", "${table}_trigger", "${table}_stored", "${table}_incident"`,
   );
 }
 

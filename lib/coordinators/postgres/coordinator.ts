@@ -6,6 +6,8 @@ import type {
   PeriodicFleetSchedule,
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
+  PeriodicIncidentKind,
+  PeriodicIncidentRecord,
   PeriodicLeaseHeld,
   PeriodicOperation,
   PeriodicRunEntry,
@@ -84,6 +86,7 @@ const BESIDE = [
   '_sc',
   '_sn',
   '_sh',
+  '_incident',
 ] as const;
 
 /** The suffix of a table beside another that `table` ends with, if any. */
@@ -147,6 +150,8 @@ export class PostgresCoordinator implements PeriodicCoordinator {
   /** The stored schedules: `table_stored`; and the channel its changes are notified on. */
   readonly #schedules: string;
   readonly #channel: string;
+  /** The open incidents: `table_incident`. */
+  readonly #incidents: string;
   /** The table's name without its schema, which names its index. */
   readonly #tableName: string;
   /** How long a lease lasts unless renewed, in ms. */
@@ -189,6 +194,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
     this.#triggers = quoted(`${table}_trigger`);
     this.#schedules = quoted(`${table}_stored`);
     this.#channel = `${table}_stored`;
+    this.#incidents = quoted(`${table}_incident`);
     this.#tableName = table.split('.').at(-1)!;
     this.leaseMs = leaseMs;
   }
@@ -465,6 +471,55 @@ export class PostgresCoordinator implements PeriodicCoordinator {
        SELECT 1`,
       [name, record, keep, operation.action],
     );
+  }
+
+  /** One statement: the incident inserted unless its job has one of its kind, and if it was, audited. */
+  async openIncident(
+    incident: PeriodicIncidentRecord,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<boolean> {
+    const { name, kind, since, detail } = incident;
+    const [row] = (await this.#query(
+      `WITH opened AS (
+         INSERT INTO ${this.#incidents} (name, kind, since, detail) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name, kind) DO NOTHING RETURNING name
+       ), recorded AS (
+         INSERT INTO ${this.#audit} (name, record) SELECT name, $5 FROM opened
+       ), trimmed AS (${this.#trimming('SELECT name FROM opened', '$6::integer')}
+       )
+       SELECT count(*)::integer AS opened FROM opened`,
+      [name, kind, since, detail, stored(operation), keep],
+    )) as { opened: number }[];
+    return row?.opened === 1;
+  }
+
+  /** One statement: the incident deleted, and if it was open, audited. */
+  async closeIncident(
+    name: string,
+    kind: PeriodicIncidentKind,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<PeriodicIncidentRecord | null> {
+    const [row] = (await this.#query(
+      `WITH closed AS (
+         DELETE FROM ${this.#incidents} WHERE name = $1 AND kind = $2 RETURNING name, kind, since, detail
+       ), recorded AS (
+         INSERT INTO ${this.#audit} (name, record) SELECT name, $3 FROM closed
+       ), trimmed AS (${this.#trimming('SELECT name FROM closed', '$4::integer')}
+       )
+       SELECT name, kind, since, detail FROM closed`,
+      [name, kind, stored(operation), keep],
+    )) as IncidentRow[];
+    return row === undefined ? null : incidentOfRow(row);
+  }
+
+  async readIncidents(limit: number): Promise<PeriodicIncidentRecord[]> {
+    const rows = (await this.#query(
+      `SELECT name, kind, since, detail FROM ${this.#incidents} ORDER BY name COLLATE "C", kind LIMIT $1`,
+      [limit],
+    )) as IncidentRow[];
+    return rows.map(incidentOfRow);
   }
 
   async readPause(name: string): Promise<PeriodicOperation | null> {
@@ -964,6 +1019,7 @@ export class PostgresCoordinator implements PeriodicCoordinator {
       summary: this.#summary,
       schedules: this.#schedules,
       schedulesIndexes: [`"${this.#tableName}_sc"`, `"${this.#tableName}_sn"`, `"${this.#tableName}_sh"`],
+      incidents: this.#incidents,
     });
     try {
       for (const statement of statements) {
@@ -990,6 +1046,12 @@ function refusedData(error: unknown): boolean {
  * A record as the tables keep it: JSON of ASCII only (`\u` escapes for the rest), which a database of any
  * encoding holds, whatever a note, an error or a replica's name carries.
  */
+type IncidentRow = { name: string; kind: PeriodicIncidentKind; since: unknown; detail: string };
+
+function incidentOfRow({ name, kind, since, detail }: IncidentRow): PeriodicIncidentRecord {
+  return { name, kind, since: integerReply('readIncidents', since), detail };
+}
+
 function stored(record: object): string {
   return ascii(JSON.stringify({ v: RECORD_VERSION, ...record }));
 }

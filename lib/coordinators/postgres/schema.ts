@@ -1,7 +1,7 @@
 // The tables of PostgresCoordinator, each created if missing: a lease table (a row per job: its lease, schedule
 // and pause, and the fleet's name), and beside it the fleet's members, the jobs' audit trails, their runs and
-// what the runs tell of successes and failures, the triggers carried to the holders, and the stored schedules. A column that a table
-// of an earlier version lacks is added; nothing is ever dropped.
+// what the runs tell of successes and failures, the triggers carried to the holders, the stored schedules, and the
+// open incidents. A column that a table of an earlier version lacks is added; nothing is ever dropped.
 
 /** The tables' and the index's names, quoted (`"schema"."table_runs"`). */
 export interface PostgresTables {
@@ -15,6 +15,8 @@ export interface PostgresTables {
   /** The stored schedules, and the names of its indexes (of the changes, the names, the handlers' names). */
   schedules: string;
   schedulesIndexes: [change: string, names: string, handlers: string];
+  /** The open incidents, a row per job and kind. */
+  incidents: string;
 }
 
 /** The statements that make the tables, in order; each may run again. */
@@ -28,6 +30,7 @@ export function schemaOf({
   summary,
   schedules,
   schedulesIndexes: [byChange, byName, byHandler],
+  incidents,
 }: PostgresTables): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${table} (
@@ -95,5 +98,12 @@ export function schemaOf({
     `CREATE INDEX IF NOT EXISTS ${byChange} ON ${schedules} (change)`,
     `CREATE INDEX IF NOT EXISTS ${byName} ON ${schedules} (name COLLATE "C") WHERE NOT removed`,
     `CREATE INDEX IF NOT EXISTS ${byHandler} ON ${schedules} (handler, name COLLATE "C") WHERE NOT removed`,
+    `CREATE TABLE IF NOT EXISTS ${incidents} (
+        name text NOT NULL,
+        kind text NOT NULL,
+        since bigint NOT NULL,
+        detail text NOT NULL,
+        PRIMARY KEY (name, kind)
+      )`,
   ];
 }

@@ -6,6 +6,8 @@ import type {
   PeriodicFleetSchedule,
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
+  PeriodicIncidentKind,
+  PeriodicIncidentRecord,
   PeriodicLeaseHeld,
   PeriodicOperation,
   PeriodicRunEntry,
@@ -27,6 +29,7 @@ import {
   integerReply,
   LEASE_MS,
   operationOf,
+  incidentOf,
   RECORD_VERSION,
   triggerAnswerOf,
   triggerOf,
@@ -35,12 +38,15 @@ import { KEY_KINDS, KEY_SEPARATOR, keyOf } from './keys.js';
 import {
   ACQUIRE,
   HEARTBEAT,
+  CLOSE_INCIDENT,
   LIST_STORED,
   type LuaScript,
+  OPEN_INCIDENT,
   OPERATE,
   READ_FIELDS,
   READ_FLEET,
   READ_HISTORY,
+  READ_INCIDENTS,
   READ_SCHEDULE,
   READ_STORED_CHANGES,
   READ_TRIGGER,
@@ -166,6 +172,9 @@ export class RedisCoordinator implements PeriodicCoordinator {
   readonly #writeHeld = this.#script(WRITE_HELD);
   readonly #releaseAll = this.#script(RELEASE_ALL);
   readonly #operate = this.#script(OPERATE);
+  readonly #openIncident = this.#script(OPEN_INCIDENT);
+  readonly #closeIncident = this.#script(CLOSE_INCIDENT);
+  readonly #readIncidents = this.#script(READ_INCIDENTS);
   readonly #readFields = this.#script(READ_FIELDS);
   readonly #readHistory = this.#script(READ_HISTORY);
   readonly #readFleet = this.#script(READ_FLEET);
@@ -683,6 +692,48 @@ export class RedisCoordinator implements PeriodicCoordinator {
   async operate(name: string, operation: PeriodicOperation, keep: number): Promise<void> {
     const record = JSON.stringify({ v: RECORD_VERSION, ...operation });
     await this.#operate([this.#fleet], name, operation.action, record, keep);
+  }
+
+  async openIncident(
+    incident: PeriodicIncidentRecord,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<boolean> {
+    const { name, kind, since, detail } = incident;
+    const record = JSON.stringify({ v: RECORD_VERSION, ...operation });
+    const opened = await this.#openIncident(
+      [this.#fleet],
+      name,
+      kind,
+      JSON.stringify({ since, detail }),
+      record,
+      keep,
+    );
+    return opened === 1;
+  }
+
+  async closeIncident(
+    name: string,
+    kind: PeriodicIncidentKind,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<PeriodicIncidentRecord | null> {
+    const record = JSON.stringify({ v: RECORD_VERSION, ...operation });
+    const closed = await this.#closeIncident([this.#fleet], name, kind, record, keep);
+    return typeof closed === 'string' ? incidentOf(name, kind, closed) : null;
+  }
+
+  async readIncidents(limit: number): Promise<PeriodicIncidentRecord[]> {
+    const reply = await this.#readIncidents([this.#fleet], limit);
+    if (!Array.isArray(reply)) throw new Error(`Redis answered ${describeValue(reply)} to readIncidents`);
+    const incidents: PeriodicIncidentRecord[] = [];
+    for (let i = 0; i + 1 < reply.length; i += 2) {
+      const open = JSON.parse(String(reply[i + 1])) as Record<string, string>;
+      for (const [kind, json] of Object.entries(open)) {
+        incidents.push(incidentOf(String(reply[i]), kind as PeriodicIncidentKind, json));
+      }
+    }
+    return incidents.sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
   }
 
   async readPause(name: string): Promise<PeriodicOperation | null> {

@@ -1,0 +1,442 @@
+// Incidents (docs/alerts.md): a job whose slots fail one after another, whose slot does not start, or whose run
+// goes on far too long opens an incident, once for the fleet, and closes it when its slots run well again. An
+// exclusive job's incidents are opened and closed in its coordinator's store, each in one step with its audit
+// entry, so that of the replicas that notice, one says so; a job that is not exclusive keeps its own.
+import type {
+  PeriodicFleetRead,
+  PeriodicIncidentKind,
+  PeriodicIncidentRecord,
+  PeriodicOperation,
+} from './coordinator-port.js';
+import { DeadlineTimer, now } from './deadline-timer.js';
+import { messageOf } from './errors.js';
+import { replicaOf } from './fleet-status.js';
+import { checkedOptions, CONTROL, type OptionRule } from './rules.js';
+import type { StoreCalls } from './store-calls.js';
+
+/** The module's `incidents`: when a job opens an incident, and when it closes. */
+export interface PeriodicIncidentOptions {
+  /** Slots in a row that failed after their retries before a `'failing'` incident. @default 3 */
+  failedSlots?: number;
+  /** How long after it was due a slot that has not started makes a `'late'` incident, in ms. @default 60_000 */
+  lateAfter?: number;
+  /** How long a run may go on before it makes a `'hung'` incident, in ms (it is not stopped). @default 3_600_000 */
+  hungAfter?: number;
+  /** Good slots in a row (ended normally) that close an open incident. @default 1 */
+  recoverAfter?: number;
+}
+
+/** The incidents option checked, with its defaults; false: no job opens incidents. */
+export type IncidentSettings = Readonly<Required<PeriodicIncidentOptions>> | false;
+
+export const INCIDENT_DEFAULTS: Readonly<Required<PeriodicIncidentOptions>> = {
+  failedSlots: 3,
+  lateAfter: 60_000,
+  hungAfter: 3_600_000,
+  recoverAfter: 1,
+};
+
+/** An open incident of a job, as `fleetStatus().incidents` shows it. */
+export interface PeriodicIncident {
+  kind: PeriodicIncidentKind;
+  /** When it opened. */
+  since: Date;
+  detail: string;
+}
+
+/** The longest delay of Node's timers, about 24.8 days. */
+const TIMER_MAX = 2_147_483_647;
+const count = (what: string): OptionRule => ({
+  accepts: (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1 && value <= 1000,
+  expected: `an integer from 1 to 1000 (${what})`,
+});
+const span = (min: number, what: string): OptionRule => ({
+  accepts: (value) =>
+    typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= TIMER_MAX,
+  expected: `an integer number of milliseconds from ${min} to ${TIMER_MAX} (about 24 days): ${what}`,
+});
+const INCIDENT_RULES = {
+  failedSlots: count('slots in a row that failed after their retries'),
+  // A timer comes a few milliseconds late: below this, every tick of a busy process would be an incident.
+  lateAfter: span(100, 'how long after its time a slot that has not started is late'),
+  hungAfter: span(1, 'how long a run goes on before it is hung'),
+  recoverAfter: count('good slots in a row that close an incident'),
+} satisfies Record<keyof PeriodicIncidentOptions, OptionRule>;
+
+/** The rule of the module's `incidents` option. */
+export const INCIDENTS_RULE: OptionRule = {
+  accepts: (value) =>
+    value === false || (typeof value === 'object' && value !== null && !Array.isArray(value)),
+  expected:
+    'false, or an object such as { failedSlots: 3, lateAfter: 60_000, hungAfter: 3_600_000, recoverAfter: 1 }',
+};
+
+/** The `incidents` option checked, with its defaults. */
+export function incidentSettings(
+  where: string,
+  given: PeriodicIncidentOptions | false | undefined,
+): IncidentSettings {
+  if (given === false) return false;
+  const checked = checkedOptions(`${where}: "incidents"`, given ?? {}, INCIDENT_RULES, '{ failedSlots: 3 }');
+  return { ...INCIDENT_DEFAULTS, ...(checked as PeriodicIncidentOptions) };
+}
+
+/** The most open incidents of the fleet a replica reads and shows. */
+const OPEN_MAX = 10_000;
+/** How often a replica looks at the slots of the jobs it does not run, in ms. */
+const WATCH_EVERY = 1000;
+/** The most jobs one read of the store looks at. */
+const WATCH_BATCH = 1000;
+/** The most characters of an incident's detail. */
+const DETAIL_MAX = 1000;
+
+/** An incident open in the fleet, as this replica knows it. */
+type Open = { since: number; detail: string };
+type Watch = { slot: number; late: number };
+
+/** What the fleet's watch of late slots asks of a job: its name, whether its slot is still to be looked at, and what the store said. */
+export interface LateWatched {
+  readonly name: string;
+  /** Whether the slot may still be late: the job is due to run it, and this replica did not claim it. */
+  lateUnseen(slot: number): boolean;
+  /** What the store answered of the job (undefined: it did not answer, with `error`), `lateAfter` after `slot`. */
+  lateRead(slot: number, read: PeriodicFleetRead | undefined, error: unknown): void;
+}
+
+/**
+ * The fleet's incidents as one replica knows them: those open in the store, read again with each of its
+ * heartbeats (and changed by its own steps in between); and its watch of the slots of its exclusive jobs, which
+ * it reads from the store `lateAfter` after they were due when it did not run them itself, so that a slot no
+ * replica started is noticed though its holder died with the lease, or the store is down.
+ */
+export class FleetIncidents {
+  readonly #open = new Map<string, Map<PeriodicIncidentKind, Open>>();
+  #reading = false;
+  /** The slot each watched job was due at, and when it is late (wall clock). */
+  readonly #watched = new Map<LateWatched, Watch>();
+  readonly #timer = new DeadlineTimer({ onDeadline: () => void this.#look() });
+
+  constructor(readonly calls: StoreCalls) {}
+
+  /** The incidents of job `name` open in the fleet, as this replica knows them. */
+  openOf(name: string): ReadonlyMap<PeriodicIncidentKind, Open> | undefined {
+    return this.#open.get(name);
+  }
+
+  /** Reads the fleet's open incidents again (after a heartbeat); one read at a time. */
+  refresh(): void {
+    if (this.#reading) return;
+    this.#reading = true;
+    this.calls
+      .readIncidents(OPEN_MAX)
+      .then(
+        (incidents) => {
+          this.#open.clear();
+          for (const incident of incidents) this.#remember(incident);
+        },
+        () => undefined,
+      )
+      .finally(() => (this.#reading = false));
+  }
+
+  /** Opens an incident in the store: whether this replica opened it (false: it was open). */
+  async open(incident: PeriodicIncidentRecord, operation: PeriodicOperation, keep: number): Promise<boolean> {
+    const opened = await this.calls.openIncident(incident, operation, keep);
+    if (opened) this.#remember(incident);
+    return opened;
+  }
+
+  /** Closes an incident in the store: the one closed, or null when it was not open. */
+  async close(
+    name: string,
+    kind: PeriodicIncidentKind,
+    operation: PeriodicOperation,
+    keep: number,
+  ): Promise<PeriodicIncidentRecord | null> {
+    const closed = await this.calls.closeIncident(name, kind, operation, keep);
+    const open = this.#open.get(name);
+    open?.delete(kind);
+    if (open?.size === 0) this.#open.delete(name);
+    return closed;
+  }
+
+  #remember({ name, kind, since, detail }: PeriodicIncidentRecord): void {
+    let open = this.#open.get(name);
+    if (open === undefined) this.#open.set(name, (open = new Map()));
+    open.set(kind, { since, detail });
+  }
+
+  /** The job's slot came here: looked at `lateAfter` after it, unless an earlier one is. */
+  watch(job: LateWatched, slot: number, lateAfter: number): void {
+    if (this.#watched.has(job)) return;
+    this.#watched.set(job, { slot, late: slot + lateAfter });
+    if (!this.#timer.armed) this.#timer.armAt(now() + WATCH_EVERY);
+  }
+
+  /** The job stopped: its slots are not looked at. */
+  unwatch(job: LateWatched): void {
+    this.#watched.delete(job);
+  }
+
+  /** Looks at the slots watched that are `lateAfter` old: those this replica did not claim are read from the store. */
+  async #look(): Promise<void> {
+    const wallNow = Date.now();
+    const due: [LateWatched, Watch][] = [];
+    for (const [job, watch] of this.#watched) {
+      if (watch.late > wallNow) continue;
+      this.#watched.delete(job);
+      if (job.lateUnseen(watch.slot)) due.push([job, watch]);
+    }
+    if (this.#watched.size > 0) this.#timer.armAt(now() + WATCH_EVERY);
+    for (let i = 0; i < due.length; i += WATCH_BATCH) {
+      const batch = due.slice(i, i + WATCH_BATCH);
+      let reads: PeriodicFleetRead[] | undefined;
+      let error: unknown;
+      try {
+        reads = await this.calls.readFleet(batch.map(([job]) => job.name));
+      } catch (failure) {
+        error = failure;
+      }
+      batch.forEach(([job, { slot }], j) => job.lateRead(slot, reads?.[j], error));
+    }
+  }
+}
+
+/** What a job's incidents ask of its scheduler. */
+export interface IncidentJob {
+  readonly name: string;
+  /** The replica's name, as the audit trail says who opened an incident. */
+  readonly replicaName: string;
+  /** How many entries the job's audit trail keeps. */
+  readonly auditKeep: number;
+  /** The oldest run in flight here: its jobId and when it started (wall clock, and on the `now()` timeline). */
+  oldestRun(): { jobId: number; startedWall: number; startedAt: number } | undefined;
+  /** Whether a slot of an exclusive job may still be late: the job is due to run it, and this replica did not claim it. */
+  lateUnseen(slot: number): boolean;
+  /** Whether this replica held the job's lease when its store stopped answering, or holds it still. */
+  heldAtOutage(): boolean;
+  /** An incident opened or closed here, for a job whose audit trail is this process's: recorded in it. */
+  recordHere(operation: PeriodicOperation): void;
+  incidentOpened(incident: PeriodicIncidentRecord): void;
+  incidentClosed(incident: PeriodicIncidentRecord, durationMs: number): void;
+}
+
+/**
+ * One job's incidents: what opens them (its slots that fail, its slots that come late here or that no replica
+ * started, its runs that go on), and the good slots that close them. Open where the job is the fleet's
+ * (`fleet`), or in this process (a job that is not exclusive, or whose store could not be reached: then this
+ * replica says so on its own).
+ */
+export class JobIncidents implements LateWatched {
+  /** Incidents opened in this process. */
+  readonly #here = new Map<PeriodicIncidentKind, Open>();
+  /** Kinds being opened or closed: one step at a time for each. */
+  readonly #asking = new Set<PeriodicIncidentKind>();
+  /** When the good slots of the streak under way ended (wall clock), the latest `recoverAfter` of them. */
+  readonly #goods: number[] = [];
+  #hung: DeadlineTimer | undefined;
+
+  constructor(
+    private readonly job: IncidentJob,
+    readonly settings: Readonly<Required<PeriodicIncidentOptions>>,
+    readonly fleet: FleetIncidents | undefined,
+  ) {}
+
+  get name(): string {
+    return this.job.name;
+  }
+
+  lateUnseen(slot: number): boolean {
+    return this.job.lateUnseen(slot);
+  }
+
+  /** The job's open incidents, oldest first: those of this process, and the fleet's as this replica knows them. */
+  list(): PeriodicIncident[] {
+    return incidentList(this.#open());
+  }
+
+  #open(): Map<PeriodicIncidentKind, Open> {
+    const open = new Map(this.fleet?.openOf(this.job.name));
+    for (const [kind, incident] of this.#here) open.set(kind, incident);
+    return open;
+  }
+
+  /** A slot's work ended for good (its last attempt), at `endedAt` (wall clock). */
+  slotEnded(ok: boolean, endedAt: number, consecutiveFailures: number, lastError: string): void {
+    const goods = this.#goods;
+    if (!ok) {
+      goods.length = 0;
+      const { failedSlots } = this.settings;
+      if (consecutiveFailures < failedSlots) return;
+      const slots = `${failedSlots} slot${failedSlots === 1 ? '' : 's'}`;
+      this.#raise('failing', `${slots} in a row failed after their retries; the last: ${lastError}`);
+      return;
+    }
+    goods.push(endedAt);
+    if (goods.length > this.settings.recoverAfter) goods.shift();
+    if (goods.length === this.settings.recoverAfter) this.#recover(goods[0]);
+  }
+
+  /** Closes the incidents opened by `from`, the end of the first of the good slots in a row that close them. */
+  #recover(from: number): void {
+    const open = this.#open();
+    if (open.size === 0) return;
+    const oldest = this.job.oldestRun();
+    for (const [kind, { since }] of open) {
+      if (since > from) continue;
+      // A hung run still going on keeps its incident open, whatever runs beside it.
+      if (kind === 'hung' && oldest !== undefined && now() - oldest.startedAt >= this.settings.hungAfter)
+        continue;
+      void this.#close(kind);
+    }
+  }
+
+  /** A run started here: a hung run is looked for `hungAfter` after the oldest in flight started. */
+  runStarted(): void {
+    const timer = (this.#hung ??= new DeadlineTimer({ onDeadline: () => this.#lookForHung() }));
+    if (!timer.armed) this.#armHung();
+  }
+
+  #armHung(): void {
+    const oldest = this.job.oldestRun();
+    if (oldest !== undefined) this.#hung!.armAt(oldest.startedAt + this.settings.hungAfter);
+  }
+
+  #lookForHung(): void {
+    const oldest = this.job.oldestRun();
+    if (oldest === undefined) return;
+    const { hungAfter } = this.settings;
+    if (now() - oldest.startedAt < hungAfter) return this.#armHung();
+    const started = new Date(oldest.startedWall).toISOString();
+    this.#raise(
+      'hung',
+      `run #${oldest.jobId}, started at ${started}, is still running after ${spell(hungAfter)}`,
+    );
+  }
+
+  /** This replica's timer came `lateBy` ms after the slot due at `slot` (wall clock), which is its to run. */
+  tickLate(slot: number, lateBy: number): void {
+    this.#goods.length = 0;
+    this.#raise(
+      'late',
+      `the slot due at ${new Date(slot).toISOString()} started ${spell(lateBy)} late: this replica's timer came ` +
+        'late (an event loop kept busy, or a process suspended)',
+    );
+  }
+
+  /** The store's answer, `lateAfter` after a slot this replica did not claim, says whether it is late. */
+  lateRead(slot: number, read: PeriodicFleetRead | undefined, error: unknown): void {
+    const wallNow = Date.now();
+    if (read === undefined) {
+      // The store is down: no replica can claim the slot. The replica that held the lease says so, on its own.
+      if (this.job.heldAtOutage()) {
+        this.#raise(
+          'late',
+          `the slot due at ${new Date(slot).toISOString()} has not started ${spell(wallNow - slot)} after it ` +
+            `was due: the store cannot be reached (${messageOf(error)})`,
+          true,
+        );
+      }
+      return;
+    }
+    const schedule = read.schedule;
+    if (read.pause !== null || schedule === null || schedule.next === 0 || schedule.last >= schedule.next)
+      return;
+    const lateBy = wallNow - schedule.next;
+    if (lateBy < this.settings.lateAfter) return;
+    const holder =
+      read.holder === null
+        ? 'no replica holds its lease'
+        : `its lease is held by ${replicaOf(read.holder.owner)} until ${new Date(read.holder.until).toISOString()}`;
+    this.#raise(
+      'late',
+      `the slot due at ${new Date(schedule.next).toISOString()} has not started ${spell(lateBy)} after it was ` +
+        `due: ${holder}`,
+    );
+  }
+
+  /** The job stopped: nothing more is looked for. */
+  stop(): void {
+    this.#hung?.cancel();
+    this.fleet?.unwatch(this);
+  }
+
+  /** Opens an incident of `kind` unless one is open; `here`: in this process even if the fleet keeps them. */
+  async #raise(kind: PeriodicIncidentKind, detail: string, here = false): Promise<void> {
+    if (this.#asking.has(kind) || this.#open().has(kind)) return;
+    const { job, fleet } = this;
+    const since = Date.now();
+    const incident = { name: job.name, kind, since, detail: cleaned(detail) };
+    const operation = this.#operation('incident', `${kind}: ${incident.detail}`, since);
+    this.#goods.length = 0;
+    this.#asking.add(kind);
+    let opened = true;
+    try {
+      if (fleet !== undefined && !here) opened = await fleet.open(incident, operation, job.auditKeep);
+      else job.recordHere(operation);
+    } catch {
+      // The store did not answer: this replica says so on its own.
+    } finally {
+      this.#asking.delete(kind);
+    }
+    if (!opened) return;
+    if (fleet === undefined || here || !fleet.openOf(job.name)?.has(kind)) {
+      this.#here.set(kind, { since, detail: incident.detail });
+    }
+    job.incidentOpened(incident);
+  }
+
+  async #close(kind: PeriodicIncidentKind): Promise<void> {
+    if (this.#asking.has(kind)) return;
+    const { job, fleet } = this;
+    const wallNow = Date.now();
+    const here = this.#here.get(kind);
+    const operation = this.#operation(
+      'recovered',
+      `${kind}: ${this.settings.recoverAfter} good slot(s) in a row`,
+      wallNow,
+    );
+    if (here !== undefined) {
+      this.#here.delete(kind);
+      if (fleet === undefined) job.recordHere(operation);
+      job.incidentClosed({ name: job.name, kind, ...here }, wallNow - here.since);
+      return;
+    }
+    if (fleet === undefined) return;
+    this.#asking.add(kind);
+    try {
+      const closed = await fleet.close(job.name, kind, operation, job.auditKeep);
+      if (closed !== null) job.incidentClosed(closed, Math.max(0, wallNow - closed.since));
+    } catch {
+      // The store did not answer: the next good slot closes it.
+    } finally {
+      this.#asking.delete(kind);
+    }
+  }
+
+  #operation(action: 'incident' | 'recovered', note: string, at: number): PeriodicOperation {
+    return { action, by: null, note: cleaned(note), replica: this.job.replicaName, at };
+  }
+}
+
+/** Open incidents as `fleetStatus()` shows them, oldest first. */
+export function incidentList(open: ReadonlyMap<PeriodicIncidentKind, Open>): PeriodicIncident[] {
+  return [...open]
+    .map(([kind, { since, detail }]) => ({ kind, since: new Date(since), detail }))
+    .sort((a, b) => a.since.getTime() - b.since.getTime());
+}
+
+/** A detail as it is stored and shown: one line, no control character, at most {@link DETAIL_MAX} characters. */
+function cleaned(detail: string): string {
+  const line = detail.replace(new RegExp(CONTROL.source, 'g'), ' ').replace(/\p{Cs}/gu, '\uFFFD');
+  return line.length <= DETAIL_MAX ? line : `${[...line].slice(0, DETAIL_MAX - 1).join('')}…`;
+}
+
+/** A duration in words: `850 ms`, `42 s`, `3 min`, `2 h`. */
+function spell(ms: number): string {
+  const whole = Math.round(ms);
+  if (whole < 10_000) return `${whole} ms`;
+  if (whole < 600_000) return `${Math.round(whole / 1000)} s`;
+  if (whole < 36_000_000) return `${Math.round(whole / 60_000)} min`;
+  return `${Math.round(whole / 3_600_000)} h`;
+}
