@@ -234,7 +234,6 @@ export class JobIncidents implements LateWatched {
   readonly #asking = new Set<PeriodicIncidentKind>();
   /** When the good slots of the streak under way ended (wall clock), the latest `recoverAfter` of them. */
   readonly #goods: number[] = [];
-  #hung: DeadlineTimer | undefined;
 
   constructor(
     private readonly job: IncidentJob,
@@ -291,22 +290,22 @@ export class JobIncidents implements LateWatched {
     }
   }
 
-  /** A run started here: a hung run is looked for `hungAfter` after the oldest in flight started. */
+  /** A run started here: the job's runs are looked at for a hung one until none is in flight. */
   runStarted(): void {
-    const timer = (this.#hung ??= new DeadlineTimer({ onDeadline: () => this.#lookForHung() }));
-    if (!timer.armed) this.#armHung();
+    HUNG_WATCH.add(this);
   }
 
-  #armHung(): void {
-    const oldest = this.job.oldestRun();
-    if (oldest !== undefined) this.#hung!.armAt(oldest.startedAt + this.settings.hungAfter);
+  /** The job's last run in flight here ended. */
+  runsEnded(): void {
+    HUNG_WATCH.delete(this);
   }
 
-  #lookForHung(): void {
+  /** @internal Whether the oldest run in flight has gone on for `hungAfter`: it opens a 'hung' incident. */
+  lookForHung(): void {
     const oldest = this.job.oldestRun();
-    if (oldest === undefined) return;
+    if (oldest === undefined) return void HUNG_WATCH.delete(this);
     const { hungAfter } = this.settings;
-    if (now() - oldest.startedAt < hungAfter) return this.#armHung();
+    if (now() - oldest.startedAt < hungAfter) return;
     const started = new Date(oldest.startedWall).toISOString();
     this.#raise(
       'hung',
@@ -357,7 +356,7 @@ export class JobIncidents implements LateWatched {
 
   /** The job stopped: nothing more is looked for. */
   stop(): void {
-    this.#hung?.cancel();
+    HUNG_WATCH.delete(this);
     this.fleet?.unwatch(this);
   }
 
@@ -418,6 +417,35 @@ export class JobIncidents implements LateWatched {
     return { action, by: null, note: cleaned(note), replica: this.job.replicaName, at };
   }
 }
+
+/** How often the runs in flight are looked at for a hung one, in ms. */
+const HUNG_EVERY = 1000;
+
+/**
+ * The jobs of the process with runs in flight, looked at once a second for a run past its job's `hungAfter`: one
+ * timer for them all, armed while any run is in flight, rather than one per run.
+ */
+class HungWatch {
+  readonly #jobs = new Set<JobIncidents>();
+  readonly #timer = new DeadlineTimer({ onDeadline: () => this.#look() });
+
+  add(job: JobIncidents): void {
+    this.#jobs.add(job);
+    if (!this.#timer.armed) this.#timer.armAt(now() + HUNG_EVERY);
+  }
+
+  delete(job: JobIncidents): void {
+    this.#jobs.delete(job);
+    if (this.#jobs.size === 0) this.#timer.cancel();
+  }
+
+  #look(): void {
+    for (const job of this.#jobs) job.lookForHung();
+    if (this.#jobs.size > 0) this.#timer.armAt(now() + HUNG_EVERY);
+  }
+}
+
+const HUNG_WATCH = new HungWatch();
 
 /** Open incidents as `fleetStatus()` shows them, oldest first. */
 export function incidentList(open: ReadonlyMap<PeriodicIncidentKind, Open>): PeriodicIncident[] {

@@ -841,7 +841,6 @@ export class PeriodicScheduler {
     const outcome = slotOutcome(reason, retry !== undefined);
     countOutcome(record, outcome, record.lastEndedAt);
     if (outcome === 'fail') this.#failedInARow();
-    if (outcome !== null && this.#incidentSettings !== false) this.#slotEnded(outcome === 'ok');
     if (this.recordsRuns) this.#history.ended(run, reason, durationMs, failed, error, retry !== undefined);
     this.#checkIns?.ended(run.jobId, slotOf(run), reason, failed ? error : run.stopError);
     // A run replaced by stopPrevious leaves the next tick to the run that replaced it; a triggered one, to
@@ -863,9 +862,12 @@ export class PeriodicScheduler {
       if (listening) this.#emit({ type: 'finished', name: this.name, jobId: run.jobId, ...outcome });
       waiter?.(outcome);
     }
+    // After the run's own event: an incident it opens or closes follows it.
+    if (outcome !== null && this.#incidentSettings !== false) this.#slotEnded(outcome === 'ok');
     // A run that timed out without throwing is retried for its signal's reason.
     if (retry !== undefined) this.#retryIn(run, retry, failed ? error : run.stopError);
     if (this.#runs === undefined) {
+      this.#madeIncidents?.runsEnded();
       // Once the retry is decided: a retry waiting keeps a lease being handed over.
       this.#fleet?.lease.idle();
       this.#stopping?.drained?.();

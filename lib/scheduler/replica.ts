@@ -459,10 +459,7 @@ export class Replica {
    */
   get incidents(): FleetIncidents | undefined {
     const { calls } = this;
-    if (this.#incidents === undefined && calls.incidents && calls.recorded) {
-      this.#incidents = new FleetIncidents(calls);
-      this.#incidents.refresh();
-    }
+    if (this.#incidents === undefined && calls.incidents && calls.recorded) this.#incidents = new FleetIncidents(calls);
     return this.#incidents;
   }
 

@@ -259,7 +259,11 @@ export function coordinatorContract(subject: ContractSubject): [string, () => Pr
       },
     ],
   ];
-  checks.push(...batchedContract(subject, job), ...storedContract(subject, job));
+  checks.push(
+    ...batchedContract(subject, job),
+    ...storedContract(subject, job),
+    ...incidentContract(subject, job),
+  );
   const { garbled } = subject;
   if (garbled !== undefined) {
     checks.push([
@@ -876,6 +880,126 @@ function operatedSteps(subject: ContractSubject, leaseMs: number) {
     'readPause',
     'readAudit',
   ] as const);
+}
+
+/** The coordinator's steps that open and close incidents, with its audit trail, or undefined (they are optional). */
+function incidentSteps(subject: ContractSubject, leaseMs: number) {
+  return stepsOf(subject, leaseMs, [
+    'heartbeat',
+    'readAudit',
+    'openIncident',
+    'closeIncident',
+    'readIncidents',
+  ] as const);
+}
+
+/**
+ * The incident steps (`openIncident`, `closeIncident`, `readIncidents`), checked on a coordinator that has them:
+ * each kind opened once however many ask at once, closed once, listed while open, and audited in the same step.
+ */
+function incidentContract(subject: ContractSubject, job: () => string): [string, () => Promise<void>][] {
+  const operation = (action: 'incident' | 'recovered', note: string, replica: string, at: number) => ({
+    action,
+    by: null,
+    note,
+    replica,
+    at,
+  });
+  return [
+    [
+      'an incident opens once per job and kind, however many replicas ask at once, and closes once; each is audited',
+      async () => {
+        const store = await incidentSteps(subject, LEASE);
+        if (store === undefined) return;
+        const [name, neighbour] = [job(), job()];
+        const detail =
+          'the slot due at 2023-11-14T22:13:20.000Z has not started: "quoted", a comma, ünïcode ✓';
+        const failing = { name, kind: 'failing' as const, since: AT, detail };
+        const opened = await Promise.all(
+          ['r1', 'r2', 'r3', 'r4', 'r5'].map((replica) =>
+            store.openIncident(failing, operation('incident', `failing: ${detail}`, replica, AT), 10),
+          ),
+        );
+        assert.deepEqual(
+          opened.filter((one) => one),
+          [true],
+          `opened ${JSON.stringify(opened)}: one of five at once opens it`,
+        );
+        const late = { name, kind: 'late' as const, since: AT + 1, detail: 'late' };
+        assert.equal(
+          await store.openIncident(late, operation('incident', 'late: late', 'r2', AT + 1), 10),
+          true,
+        );
+        const hung = { name: neighbour, kind: 'hung' as const, since: AT + 2, detail: 'hung' };
+        assert.equal(
+          await store.openIncident(hung, operation('incident', 'hung: hung', 'r1', AT + 2), 10),
+          true,
+        );
+        const ours = async () =>
+          (await store.readIncidents(10_000)).filter((one) => one.name === name || one.name === neighbour);
+        const listed = await ours();
+        const byKind = (a: { kind: string }, b: { kind: string }) => a.kind.localeCompare(b.kind);
+        assert.deepEqual([...listed].sort(byKind), [failing, hung, late]);
+        const names = listed.map((one) => Buffer.from(one.name));
+        assert.ok(
+          names.every((one, i) => i === 0 || Buffer.compare(names[i - 1], one) <= 0),
+          "listed in the order of their jobs' names",
+        );
+
+        const closed = await store.closeIncident(
+          name,
+          'failing',
+          operation('recovered', 'failing', 'r3', AT + 5),
+          10,
+        );
+        assert.deepEqual(closed, failing);
+        assert.equal(
+          await store.closeIncident(name, 'failing', operation('recovered', 'failing', 'r4', AT + 6), 10),
+          null,
+          'an incident closes once',
+        );
+        assert.equal(
+          await store.closeIncident(name, 'hung', operation('recovered', 'hung', 'r4', AT + 6), 10),
+          null,
+          'a kind that is not open does not close',
+        );
+        assert.deepEqual((await ours()).map(({ name: job, kind }) => [job === name, kind]).sort(), [
+          [false, 'hung'],
+          [true, 'late'],
+        ]);
+        // Opened again after it closed, it is a new incident.
+        assert.equal(
+          await store.openIncident(
+            { ...failing, since: AT + 7 },
+            operation('incident', 'again', 'r1', AT + 7),
+            10,
+          ),
+          true,
+        );
+        const audit = await store.readAudit(name, 10);
+        assert.deepEqual(
+          audit.map(({ action, note, replica }) => [action, note, replica]),
+          [
+            ['incident', 'again', 'r1'],
+            ['recovered', 'failing', 'r3'],
+            ['incident', 'late: late', 'r2'],
+            ['incident', `failing: ${detail}`, `r${opened.indexOf(true) + 1}`],
+          ],
+          'the audit trail has each opening and closing, once, newest first',
+        );
+        assert.deepEqual(
+          (await store.readAudit(neighbour, 10)).map(({ action }) => action),
+          ['incident'],
+        );
+        for (const kind of ['failing', 'late'] as const) {
+          await store.closeIncident(name, kind, operation('recovered', kind, 'r1', AT + 8), 2);
+        }
+        assert.equal((await store.readAudit(name, 10)).length, 2, 'the audit trail keeps the latest `keep`');
+        await store.closeIncident(neighbour, 'hung', operation('recovered', 'hung', 'r1', AT + 8), 10);
+        assert.deepEqual(await ours(), [], 'closed, none is listed');
+      },
+    ],
+  ];
 }
 
 /** The coordinator's steps for stored schedules, with its heartbeat, or undefined (they are optional). */

@@ -169,8 +169,32 @@ describe('the logger', () => {
     }
   });
 
+  it('an incident is one line at error level, its recovery one at log level, each after the run that made it', async () => {
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', incidents: { failedSlots: 2 } })],
+    });
+    const outcomes = ['full', 'full', 'full', 'ok'];
+    app.registry.add(
+      'cleanup',
+      () => {
+        if (outcomes.shift() === 'full') throw new Error('disk\nfull');
+      },
+      { every: 1000 },
+    );
+    for (let run = 0; run < 4; run++) await app.registry.syncTick('cleanup');
+    expect(app.logs.periodic()).toEqual([
+      'error: job cleanup#1 failed: disk\\nfull',
+      'error: job cleanup#2 failed again (2nd in a row): disk\\nfull',
+      // The incident's detail is one line of its own making: the line feed became a space.
+      'error: incident: cleanup is failing: 2 slots in a row failed after their retries; the last: Error: disk full',
+      'error: job cleanup#3 failed again (3rd in a row): disk\\nfull',
+      expect.stringMatching(/^log: recovered: cleanup is no longer failing, after \d+ms$/),
+    ]);
+  });
+
   it('a job that fails again the same way logs its stack once, then one line per failure, until it succeeds or fails differently', async () => {
-    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual' })] });
+    // Without incidents, which have lines of their own (above).
+    const app = await createApp({ imports: [PeriodicModule.forRoot({ mode: 'manual', incidents: false })] });
     const outcomes = ['full', 'full', 'full', 'full', 'ok', 'full', 'other', 'other'];
     app.registry.add(
       'cleanup',

@@ -89,10 +89,11 @@ describe('incidents of a job that is not exclusive', () => {
       { run: () => (++calls === 1 ? first.promise : undefined) },
       { hungAfter: 5000 },
     );
+    // Runs in flight are looked at once a second: the run is hung from 5 s, and found within a second.
     await advance(1000);
     await advance(4999);
     expect(log.of('incident')).toEqual([]);
-    await advance(1);
+    await advance(1000);
     const [hung] = log.of('incident');
     expect(hung).toMatchObject({ kind: 'hung', name: 'feed' });
     expect(hung.detail).toMatch(/^run #1, started at \S+Z, is still running after 5000 ms$/);
@@ -115,7 +116,7 @@ describe('incidents of a job that is not exclusive', () => {
     );
     await advance(2000 + 1499);
     expect(log.of('incident')).toEqual([]);
-    await advance(1);
+    await advance(1000);
     const [hung] = log.of('incident');
     expect(hung.detail).toMatch(/^run #2, /);
     await scheduler.stop();
