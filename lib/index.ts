@@ -16,6 +16,8 @@ export type {
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
   PeriodicHistorySteps,
+  PeriodicIncidentRecord,
+  PeriodicIncidentSteps,
   PeriodicJobRefusal,
   PeriodicLeaseHeld,
   PeriodicLeaseSteps,
@@ -36,7 +38,8 @@ export type {
 } from './scheduler/coordinator-port.js';
 export type { PeriodicAuditEntry, PeriodicOperationOptions } from './scheduler/operations.js';
 export type { PeriodicHistoryOptions, PeriodicRunRecord } from './scheduler/history.js';
-export type { PeriodicFleetStatus } from './scheduler/fleet-status.js';
+export type { PeriodicFleetStatus, PeriodicIncident } from './scheduler/fleet-status.js';
+export type { PeriodicIncidentOptions } from './scheduler/incidents.js';
 export type {
   PeriodicScheduleChangeOptions,
   PeriodicScheduleDefinition,
@@ -83,6 +86,7 @@ export type {
   PeriodicEventOf,
   PeriodicEventSink,
   PeriodicEventType,
+  PeriodicIncidentKind,
 } from './scheduler/events.js';
 export {
   type AbortReason,

@@ -194,7 +194,7 @@ withPostgres('the SQL blocks of the documentation', () => {
       .pool()
       .query(
         sql[0].code.replaceAll(
-          /\bperiodic_leases(?=\b|_members\b|_audit\b|_runs\b|_runs_seq\b|_summary\b|_trigger\b|_stored\b|_s[cnh]\b)/g,
+          /\bperiodic_leases(?=\b|_members\b|_audit\b|_runs\b|_runs_seq\b|_summary\b|_trigger\b|_stored\b|_s[cnh]\b|_incident\b)/g,
           table,
         ),
       );

@@ -371,6 +371,7 @@ function summary(job: PeriodicDashboardJob, page: PageContext): string {
     ['Runs in this process', counts(job)],
   ];
   if (job.stored !== null) items.unshift(['Stored schedule', storedSummary(job, job.stored, page)]);
+  if (job.incidents.length > 0) items.push(['Incidents', incidents(job, page)]);
   if (fleetStatus !== null && !fleetStatus.store.reachable) {
     items.push(['Store', `<span class="down">not reached</span> ${esc(fleetStatus.store.lastError ?? '')}`]);
   }
@@ -497,9 +498,22 @@ function lastRun(job: PeriodicDashboardJob, page: PageContext, absolute = false)
 
 function health(job: PeriodicDashboardJob): string {
   const { status, reason } = job.health;
-  return status === 'up'
-    ? '<span class="up">up</span>'
-    : `<span class="down">down</span> <small>${esc(reason ?? '')}</small>`;
+  const shown =
+    status === 'up'
+      ? '<span class="up">up</span>'
+      : `<span class="down">down</span> <small>${esc(reason ?? '')}</small>`;
+  const open = job.incidents.map(({ kind }) => ` <span class="badge down">incident: ${esc(kind)}</span>`);
+  return shown + open.join('');
+}
+
+/** The open incidents, each with since when and its detail. */
+function incidents(job: PeriodicDashboardJob, page: PageContext): string {
+  return job.incidents
+    .map(
+      ({ kind, since, detail }) =>
+        `<span class="down">${esc(kind)}</span> since ${time(since.getTime(), page.now, true)}: ${breakable(detail)}`,
+    )
+    .join('<br>');
 }
 
 function counts(job: PeriodicDashboardJob): string {

@@ -1,7 +1,12 @@
 // What the dashboard shows of a job, read once per request: the same data for its JSON API and for its pages.
 import type { PeriodicRegistry } from '../nest/registry.js';
 import type { JobHealth } from '../nest/health.js';
-import { fleetStatusAll, replicaOf, type PeriodicFleetStatus } from '../scheduler/fleet-status.js';
+import {
+  fleetStatusAll,
+  type PeriodicFleetStatus,
+  type PeriodicIncident,
+  replicaOf,
+} from '../scheduler/fleet-status.js';
 import { errorOf } from '../scheduler/history.js';
 import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import { Calendar } from '../scheduler/schedule.js';
@@ -23,6 +28,8 @@ export interface PeriodicDashboardJob {
   /** The latest run (for an exclusive job, the fleet's). */
   lastRun: PeriodicFleetStatus['lastRun'];
   health: { status: 'up' | 'down'; reason?: string };
+  /** The job's open incidents, oldest first, as `fleetStatus().incidents` shows them (docs/alerts.md). */
+  incidents: PeriodicIncident[];
   /** A stored schedule (docs/schedules.md): its handler, and its version as this replica last applied it. */
   stored: { handler: string; version: number; updatedAt: Date; updatedBy: string | null } | null;
 }
@@ -204,6 +211,7 @@ function jobOf(
     paused: fleet.paused,
     lastRun: fleet.lastRun,
     health: reason === undefined ? { status: 'up' } : { status: 'down', reason },
+    incidents: fleet.incidents,
     stored: registry.schedules.storedOf(status.name) ?? null,
   };
 }

@@ -2,7 +2,9 @@
 // answers. The file a coordinator's author reads (docs/replicas.md, "Writing a coordinator"); the scheduler's
 // side of it, the calls it makes and how it checks and reports their answers, is in store-calls.ts,
 // reply-checks.ts and store-log.ts beside it.
-import type { JobExitReason } from './events.js';
+import type { JobExitReason, PeriodicIncidentKind } from './events.js';
+
+export type { PeriodicIncidentKind };
 
 /**
  * The schedule an exclusive job keeps in its coordinator, so that every replica that comes to hold the lease
@@ -440,9 +442,6 @@ export interface PeriodicScheduleSteps {
    */
   watchStored?(listener: () => void): () => void;
 }
-
-/** What an incident is about (docs/alerts.md): slots that failed, a slot that did not start, a run that goes on. */
-export type PeriodicIncidentKind = 'failing' | 'late' | 'hung';
 
 /** An open incident of a job, as the store keeps it. `since`: when it opened, wall-clock ms since the epoch. */
 export interface PeriodicIncidentRecord {

@@ -1,5 +1,3 @@
-import type { PeriodicIncidentKind } from './coordinator-port.js';
-
 /** How a run ended. */
 export type JobExitReason = 'normal' | 'error' | 'timeout' | 'killed' | 'shutdown' | 'leaseLost';
 /** Every exit reason, in an order the history's memory counts on: add new ones at the end. */
@@ -17,6 +15,9 @@ export const EXIT_REASONS: readonly JobExitReason[] = [
  * error. `'shutdown'` is neither a failure nor a success.
  */
 export const FAILED_RUNS: ReadonlySet<JobExitReason> = new Set(['error', 'timeout', 'killed', 'leaseLost']);
+
+/** What an incident is about (docs/alerts.md): slots that failed, a slot that did not start, a run that goes on. */
+export type PeriodicIncidentKind = 'failing' | 'late' | 'hung';
 
 /** What a scheduler reports, in the order of one tick: see the README's "Events". */
 export type PeriodicEvent =

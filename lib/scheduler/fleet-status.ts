@@ -4,7 +4,15 @@ import type { PeriodicFleetRead, PeriodicOperation, PeriodicRunEntry } from './c
 import type { StoreLog } from './store-log.js';
 import { type PeriodicRunRecord, runRecord } from './history.js';
 import type { Replica } from './replica.js';
-import type { PeriodicIncident } from './incidents.js';
+import type { PeriodicIncidentKind } from './events.js';
+
+/** An open incident of a job, as `fleetStatus().incidents` shows it (docs/alerts.md). */
+export interface PeriodicIncident {
+  kind: PeriodicIncidentKind;
+  /** When it opened. */
+  since: Date;
+  detail: string;
+}
 
 /** An exclusive job as the fleet sees it: `registry.fleetStatus(name)`. */
 export interface PeriodicFleetStatus {

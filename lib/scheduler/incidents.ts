@@ -10,7 +10,8 @@ import type {
 } from './coordinator-port.js';
 import { DeadlineTimer, now } from './deadline-timer.js';
 import { messageOf } from './errors.js';
-import { replicaOf } from './fleet-status.js';
+import { type PeriodicIncident, replicaOf } from './fleet-status.js';
+import type { Replica } from './replica.js';
 import { checkedOptions, CONTROL, type OptionRule } from './rules.js';
 import type { StoreCalls } from './store-calls.js';
 
@@ -35,14 +36,6 @@ export const INCIDENT_DEFAULTS: Readonly<Required<PeriodicIncidentOptions>> = {
   hungAfter: 3_600_000,
   recoverAfter: 1,
 };
-
-/** An open incident of a job, as `fleetStatus().incidents` shows it. */
-export interface PeriodicIncident {
-  kind: PeriodicIncidentKind;
-  /** When it opened. */
-  since: Date;
-  detail: string;
-}
 
 /** The longest delay of Node's timers, about 24.8 days. */
 const TIMER_MAX = 2_147_483_647;
@@ -200,6 +193,25 @@ export class FleetIncidents {
       batch.forEach(([job, { slot }], j) => job.lateRead(slot, reads?.[j], error));
     }
   }
+}
+
+/** The fleet's incidents as each replica knows them, made when one of its jobs first asks. */
+const FLEETS = new WeakMap<Replica, FleetIncidents>();
+
+/**
+ * The fleet's incidents as `replica` knows them, read again after each of its heartbeats; undefined when its
+ * coordinator cannot open them for the fleet (it lacks the incident steps, or the run history's).
+ */
+export function fleetIncidentsOf(replica: Replica | undefined): FleetIncidents | undefined {
+  if (replica === undefined) return undefined;
+  let fleet = FLEETS.get(replica);
+  const { calls } = replica;
+  if (fleet === undefined && calls.incidents && calls.recorded) {
+    const made = new FleetIncidents(calls);
+    FLEETS.set(replica, (fleet = made));
+    replica.afterHeartbeat = () => made.refresh();
+  }
+  return fleet;
 }
 
 /** What a job's incidents ask of its scheduler. */

@@ -39,7 +39,13 @@ import {
   type PeriodicEventType,
 } from './events.js';
 import { FleetSlots } from './fleet.js';
-import { fleetStatusAll, fleetStatusOf, type LocalView, type PeriodicFleetStatus } from './fleet-status.js';
+import {
+  fleetStatusAll,
+  fleetStatusOf,
+  type LocalView,
+  type PeriodicFleetStatus,
+  type PeriodicIncident,
+} from './fleet-status.js';
 import {
   countOutcome,
   errorOf,
@@ -87,8 +93,8 @@ import {
   type IncidentJob,
   JobIncidents,
   type IncidentSettings,
+  fleetIncidentsOf,
   incidentList,
-  type PeriodicIncident,
 } from './incidents.js';
 
 /** The slot a run is for, as its check-ins say it: null for a trigger or a manual tick. */
@@ -1055,7 +1061,7 @@ export class PeriodicScheduler {
     return (this.#madeIncidents ??= new JobIncidents(
       this.#incidentJob(),
       settings,
-      this.#fleet?.lease.replica.incidents,
+      fleetIncidentsOf(this.#fleet?.lease.replica),
     ));
   }
 
@@ -1097,7 +1103,7 @@ export class PeriodicScheduler {
   /** An exclusive job's slot came: the fleet's watch looks `lateAfter` after it whether some replica started it. */
   #watchSlot(fleet: FleetSlots, slot: number): void {
     const settings = this.#incidentSettings;
-    const watch = fleet.lease.replica.incidents;
+    const watch = fleetIncidentsOf(fleet.lease.replica);
     if (settings === false || watch === undefined) return;
     watch.watch(this.#incidents!, slot, settings.lateAfter);
   }
@@ -1795,8 +1801,9 @@ export class PeriodicScheduler {
 
   /** @internal The job's open incidents, as this replica knows them (see `PeriodicFleetStatus.incidents`). */
   get openIncidents(): PeriodicIncident[] {
+    if (this.#incidentSettings === false) return [];
     if (this.#madeIncidents !== undefined) return this.#madeIncidents.list();
-    const open = this.#fleet?.lease.replica.incidents?.openOf(this.name);
+    const open = fleetIncidentsOf(this.#fleet?.lease.replica)?.openOf(this.name);
     return open === undefined ? [] : incidentList(open);
   }
 

@@ -15,7 +15,6 @@ import { type HeartbeatAnswer, StoreCalls } from './store-calls.js';
 import { type StoreLog } from './store-log.js';
 import { DeadlineTimer, now } from './deadline-timer.js';
 import { messageOf } from './errors.js';
-import { FleetIncidents } from './incidents.js';
 import { hash, spreadOver } from './spread.js';
 import { RunRecords } from './run-records.js';
 import { type AheadClaimer, SlotClaims } from './slot-claims.js';
@@ -204,8 +203,8 @@ export class Replica {
   onStoredCount: ((count: number) => void) | undefined;
   /** Whether the replica stays in the fleet without a lease (`stay()`). */
   private staying = false;
-  /** The fleet's incidents as this replica knows them, once a job asks (`incidents`). */
-  #incidents: FleetIncidents | undefined;
+  /** @internal Called after each heartbeat the store answered (the fleet's incidents are read again then). */
+  afterHeartbeat: (() => void) | undefined;
 
   /**
    * @param store the coordinator, and where its failures are reported.
@@ -447,20 +446,10 @@ export class Replica {
     }
     for (const request of reply.triggers ?? []) this.leases.get(request.name)?.holder.carry(request);
     if (reply.schedules !== undefined) this.onStoredCount?.(reply.schedules);
-    this.#incidents?.refresh();
+    this.afterHeartbeat?.();
     this.members = reply.members;
     this.spreadJobs();
     this.armExpiry();
-  }
-
-  /**
-   * @internal The fleet's incidents as this replica knows them, read again with each heartbeat; undefined when the
-   * coordinator cannot open them for the fleet (it lacks the incident steps, or the run history's).
-   */
-  get incidents(): FleetIncidents | undefined {
-    const { calls } = this;
-    if (this.#incidents === undefined && calls.incidents && calls.recorded) this.#incidents = new FleetIncidents(calls);
-    return this.#incidents;
   }
 
   /** The live members as the last heartbeat found them. */

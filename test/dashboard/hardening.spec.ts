@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { until } from '../nest/helpers.js';
 import { dashboardApp, type DashboardApp } from './app.js';
 
 /** An answer as the wire carried it. */
@@ -262,6 +263,41 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
         })
       ).status,
     ).toBe(404);
+  });
+
+  it("an incident shows on the list and the job's page, its detail (an error's message) escaped", async () => {
+    served.registry.add(
+      'Hostile.error',
+      () => {
+        throw new Error('<script>alert(1)</script> & "quoted"');
+      },
+      { every: 100 },
+    );
+    try {
+      const job = await until(async () => {
+        const answer = JSON.parse((await raw(served.url, path('/api/jobs/Hostile.error'))).body) as {
+          incidents: { kind: string; detail: string }[];
+        };
+        return answer.incidents.length > 0 ? answer : undefined;
+      });
+      expect(job.incidents).toEqual([
+        {
+          kind: 'failing',
+          since: expect.any(String),
+          detail:
+            '3 slots in a row failed after their retries; the last: Error: <script>alert(1)</script> & "quoted"',
+        },
+      ]);
+      for (const page of [path('/jobs/Hostile.error'), path('')]) {
+        const { body } = await raw(served.url, page);
+        expect(body).toContain('incident: failing');
+        expect(body).not.toContain('<script>alert');
+      }
+      const { body } = await raw(served.url, path('/jobs/Hostile.error'));
+      expect(body).toContain('&#60;script&#62;alert(1)&#60;/script&#62; &#38; &#34;quoted&#34;');
+    } finally {
+      await served.registry.remove('Hostile.error');
+    }
   });
 
   it('every valid name works in the page, the API and a trigger', async () => {

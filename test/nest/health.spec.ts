@@ -121,6 +121,10 @@ describe('PeriodicHealthIndicator over HTTP', () => {
       reason: '3 runs in a row failed (the limit is 3)',
       consecutiveFailures: 3,
     });
+    // The incident the failures opened (docs/alerts.md), without its detail, which holds the error's message.
+    expect(down.body.details.periodic.jobs['Jobs.sync'].incidents).toEqual([
+      { kind: 'failing', since: expect.stringMatching(/^\d{4}-/) },
+    ]);
     expect(JSON.stringify(down.body)).not.toMatch(/hunter2|db\.internal|Error/);
     app!.get(Jobs).failing = false;
     await registry.trigger('Jobs.sync');
@@ -131,6 +135,7 @@ describe('PeriodicHealthIndicator over HTTP', () => {
       consecutiveFailures: 0,
       lastSucceededAt: expect.stringMatching(/^\d{4}-/),
     });
+    expect(again.body.details.periodic.jobs['Jobs.sync']).not.toHaveProperty('incidents');
   });
 
   it('counts slots with retries: down after three slots failed their last attempt, and says so', async () => {

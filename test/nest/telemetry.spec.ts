@@ -274,6 +274,29 @@ describe('telemetry: true', () => {
     );
   });
 
+  it('periodic.incidents.open goes up by job and kind when an incident opens, and down when it closes', async () => {
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ mode: 'manual', logger: false, telemetry: true })],
+    });
+    let failing = true;
+    app.registry.add(
+      'flaky',
+      () => {
+        if (failing) throw new Error('down');
+      },
+      { every: 1000 },
+    );
+    const open = async () =>
+      (await points('periodic.incidents.open', ['periodic.job.name', 'periodic.incident.kind']))[
+        'flaky|failing'
+      ]?.value;
+    for (let run = 0; run < 3; run++) await app.registry.syncTick('flaky');
+    expect(await open()).toBe(1);
+    failing = false;
+    await app.registry.syncTick('flaky');
+    expect(await open()).toBe(0);
+  });
+
   it('periodic.checkins.failed counts the check-ins that failed after their retry, by job', async () => {
     const app = await createApp({
       imports: [
