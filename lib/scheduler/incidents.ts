@@ -244,6 +244,8 @@ export class JobIncidents implements LateWatched {
   readonly #here = new Map<PeriodicIncidentKind, Open>();
   /** Kinds being opened or closed: one step at a time for each. */
   readonly #asking = new Set<PeriodicIncidentKind>();
+  /** A 'late' incident this replica opened on its own as the store could not be reached: it closes once it can. */
+  #storeLate = false;
   /** When the good slots of the streak under way ended (wall clock), the latest `recoverAfter` of them. */
   readonly #goods: number[] = [];
 
@@ -340,8 +342,9 @@ export class JobIncidents implements LateWatched {
     const wallNow = Date.now();
     if (read === undefined) {
       // The store is down: no replica can claim the slot. The replica that held the lease says so, on its own.
-      if (this.job.heldAtOutage()) {
-        this.#raise(
+      if (this.job.heldAtOutage() && !this.#asking.has('late') && !this.#open().has('late')) {
+        this.#storeLate = true;
+        void this.#raise(
           'late',
           `the slot due at ${new Date(slot).toISOString()} has not started ${spell(wallNow - slot)} after it ` +
             `was due: the store cannot be reached (${messageOf(error)})`,
@@ -364,6 +367,13 @@ export class JobIncidents implements LateWatched {
       `the slot due at ${new Date(schedule.next).toISOString()} has not started ${spell(lateBy)} after it was ` +
         `due: ${holder}`,
     );
+  }
+
+  /** The store answers again: a 'late' incident opened because it did not is over (the fleet's slots go on). */
+  storeAnswers(): void {
+    if (!this.#storeLate || this.#asking.has('late')) return;
+    this.#storeLate = false;
+    if (this.#here.has('late')) void this.#close('late');
   }
 
   /** The job stopped: nothing more is looked for. */

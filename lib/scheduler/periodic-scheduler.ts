@@ -242,6 +242,8 @@ export class PeriodicScheduler {
   /** When the job opens incidents (false: never), and its incidents, made when it first has to look for one. */
   readonly #incidentSettings: IncidentSettings;
   #madeIncidents: JobIncidents | undefined;
+  /** The timer was aimed at a slot that had passed: its tick is not late for the timer's sake. */
+  #aimedPast = false;
   /** When this replica last lost the job's lease (wall clock): a store down since then is one it held the lease at. */
   #leaseLostAt = 0;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
@@ -401,7 +403,9 @@ export class PeriodicScheduler {
       return this.#complete();
     }
     const incidents = this.#incidentSettings;
-    if (incidents !== false) {
+    const aimedPast = this.#aimedPast;
+    this.#aimedPast = false;
+    if (incidents !== false && !aimedPast) {
       // The slot armed for came this much ago (a cron job's timer also wakes before its slot, to look at the clock).
       const lateBy = this.#calendar === undefined ? time - this.deadline : Date.now() - this.#slot;
       if (lateBy >= incidents.lateAfter && this.#fleet?.lease.held !== false && this.#open) {
@@ -1103,8 +1107,11 @@ export class PeriodicScheduler {
   /** An exclusive job's slot came: the fleet's watch looks `lateAfter` after it whether some replica started it. */
   #watchSlot(fleet: FleetSlots, slot: number): void {
     const settings = this.#incidentSettings;
-    const watch = fleetIncidentsOf(fleet.lease.replica);
-    if (settings === false || watch === undefined) return;
+    const { replica } = fleet.lease;
+    if (replica.calls.store.reachable) this.#madeIncidents?.storeAnswers();
+    if (settings === false || (!fleet.lease.held && !replica.watchesSlotsOf(this.name))) return;
+    const watch = fleetIncidentsOf(replica);
+    if (watch === undefined) return;
     watch.watch(this.#incidents!, slot, settings.lateAfter);
   }
 
@@ -1188,6 +1195,8 @@ export class PeriodicScheduler {
    */
   #aim(slot: number, wallNow: number): void {
     this.#slot = slot;
+    // A slot that has passed (the fleet's, taken over): its tick comes at once, late on purpose.
+    this.#aimedPast = slot < wallNow;
     let deadline = now() + (slot - wallNow);
     this.#fleet?.armed(slot, deadline);
     if (this.#calendar !== undefined) {

@@ -452,6 +452,25 @@ export class Replica {
     this.armExpiry();
   }
 
+  /** The owners of the live members, sorted, as `watchesSlotsOf` last read them, and the members they came from. */
+  #watchers: { of: PeriodicFleetMember[]; owners: string[] } | undefined;
+
+  /**
+   * @internal Whether this replica looks for late slots of job `name` while another holds it (docs/alerts.md):
+   * two of the live members do, by a hash of the name (two, as one of them may be the holder that stopped), so
+   * that the store is read for each job by two replicas at most, not by every one.
+   */
+  watchesSlotsOf(name: string): boolean {
+    const { members } = this;
+    if (this.#watchers?.of !== members) {
+      this.#watchers = { of: members, owners: members.map(({ owner }) => owner).sort() };
+    }
+    const { owners } = this.#watchers;
+    if (owners.length <= 2) return true;
+    const at = hash(name) % owners.length;
+    return owners[at] === this.owner || owners[(at + 1) % owners.length] === this.owner;
+  }
+
   /** The live members as the last heartbeat found them. */
   get fleetMembers(): readonly PeriodicFleetMember[] {
     return this.members;

@@ -77,22 +77,28 @@ function postgresStore(): Store {
   };
 }
 
-/** The coordinator, until `silence()`: from then on, no call it gets ever answers (a process stopped dead). */
-function silenceable(coordinator: PeriodicCoordinator): {
-  coordinator: PeriodicCoordinator;
-  silence(): void;
-} {
+/**
+ * The coordinator, until `silence()`: from then on, no call it gets ever answers (a process stopped dead); while
+ * `down`, every call fails (the store cannot be reached).
+ */
+function silenceable(coordinator: PeriodicCoordinator) {
   let silent = false;
   const wrapped = new Proxy(coordinator, {
     get(target, key, receiver) {
       const value = Reflect.get(target, key, receiver) as unknown;
       if (typeof value !== 'function') return value;
-      return (...args: unknown[]) =>
-        silent ? new Promise(() => undefined) : (value as (...a: unknown[]) => unknown).apply(target, args);
+      return (...args: unknown[]) => {
+        if (silent) return new Promise(() => undefined);
+        if (outage.down) return Promise.reject(new Error('connect ECONNREFUSED'));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
     },
   });
   return { coordinator: wrapped, silence: () => (silent = true) };
 }
+
+/** Whether the store is down, for every replica. */
+const outage = { down: false };
 
 const stores: [string, () => Store, (name: string, tests: () => void) => void][] = [
   ['InMemory', inMemoryStore, describe],
@@ -105,6 +111,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
     const createApp = useApps();
     let store: Store;
     afterEach(async () => {
+      outage.down = false;
       await store?.cleanUp();
     });
 
@@ -224,6 +231,39 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       await sleep(1000);
       expect(seen('incident').filter(({ by }) => by === other.name)).toHaveLength(1);
       expect(seen('recovered').filter(({ by }) => by === other.name)).toHaveLength(1);
+    }, 60_000);
+
+    it('the store down: the replica that held the lease says the slots are late, once; the other stays quiet', async () => {
+      const { replicas, seen } = await twoReplicas(
+        { failing: false },
+        { leaseMs: 1500, incidents: { lateAfter: 600 } },
+      );
+      const holder = await until(
+        () => replicas.find(({ app }) => app.registry.status('feed').lease?.held === true),
+        20_000,
+      );
+      await until(async () =>
+        (await holder.app.registry.fleetStatus('feed')).lastSlot !== null ? true : undefined,
+      );
+      outage.down = true;
+      const [late] = await until(() => (seen('incident').length > 0 ? seen('incident') : undefined), 20_000);
+      expect(late).toMatchObject({ by: holder.name, name: 'feed', kind: 'late' });
+      expect(late.detail).toMatch(
+        /has not started \d+ ms after it was due: the store cannot be reached \(.*ECONNREFUSED/,
+      );
+      await sleep(2000);
+      expect(seen('incident')).toHaveLength(1);
+      // The incident is this replica's own, shown by it; it closes there once the store answers again.
+      expect((await holder.app.registry.fleetStatus('feed')).incidents).toMatchObject([{ kind: 'late' }]);
+      outage.down = false;
+      const [recovered] = await until(
+        () => (seen('recovered').length > 0 ? seen('recovered') : undefined),
+        20_000,
+      );
+      expect(recovered).toMatchObject({ by: holder.name, kind: 'late', since: late.since });
+      expect((await holder.app.registry.fleetStatus('feed')).incidents).toEqual([]);
+      await sleep(1000);
+      expect([seen('incident').length, seen('recovered').length]).toEqual([1, 1]);
     }, 60_000);
   });
 });
