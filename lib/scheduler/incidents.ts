@@ -221,6 +221,8 @@ export interface IncidentJob {
   readonly replicaName: string;
   /** How many entries the job's audit trail keeps. */
   readonly auditKeep: number;
+  /** The last run's error, or its exit reason, in words (as the module's `errors` allows). */
+  lastError(): string;
   /** The oldest run in flight here: its jobId and when it started (wall clock, and on the `now()` timeline). */
   oldestRun(): { jobId: number; startedWall: number; startedAt: number } | undefined;
   /** Whether a slot of an exclusive job may still be late: the job is due to run it, and this replica did not claim it. */
@@ -246,6 +248,8 @@ export class JobIncidents implements LateWatched {
   readonly #asking = new Set<PeriodicIncidentKind>();
   /** A 'late' incident this replica opened on its own as the store could not be reached: it closes once it can. */
   #storeLate = false;
+  /** Whether the process's watch of runs in flight looks at this job's. */
+  #watched = false;
   /** When the good slots of the streak under way ended (wall clock), the latest `recoverAfter` of them. */
   readonly #goods: number[] = [];
 
@@ -275,17 +279,22 @@ export class JobIncidents implements LateWatched {
   }
 
   /** A slot's work ended for good (its last attempt), at `endedAt` (wall clock). */
-  slotEnded(ok: boolean, endedAt: number, consecutiveFailures: number, lastError: string): void {
+  slotEnded(ok: boolean, consecutiveFailures: number): void {
     const goods = this.#goods;
     if (!ok) {
       goods.length = 0;
       const { failedSlots } = this.settings;
       if (consecutiveFailures < failedSlots) return;
       const slots = `${failedSlots} slot${failedSlots === 1 ? '' : 's'}`;
-      this.#raise('failing', `${slots} in a row failed after their retries; the last: ${lastError}`);
+      void this.#raise(
+        'failing',
+        `${slots} in a row failed after their retries; the last: ${this.job.lastError()}`,
+      );
       return;
     }
-    goods.push(endedAt);
+    // With none open, a good slot has nothing to close (an incident that opens counts the good slots after it).
+    if (this.#here.size === 0 && this.fleet?.openOf(this.job.name) === undefined) return;
+    goods.push(Date.now());
     if (goods.length > this.settings.recoverAfter) goods.shift();
     if (goods.length === this.settings.recoverAfter) this.#recover(goods[0]);
   }
@@ -304,20 +313,27 @@ export class JobIncidents implements LateWatched {
     }
   }
 
-  /** A run started here: the job's runs are looked at for a hung one until none is in flight. */
-  runStarted(): void {
+  /**
+   * A run started here and is still in flight once called (a run that ends at once cannot hang): the job's runs
+   * are looked at for a hung one until none is in flight.
+   */
+  runGoesOn(): void {
+    if (this.#watched) return;
+    this.#watched = true;
     HUNG_WATCH.add(this);
   }
 
   /** The job's last run in flight here ended. */
   runsEnded(): void {
+    if (!this.#watched) return;
+    this.#watched = false;
     HUNG_WATCH.delete(this);
   }
 
   /** @internal Whether the oldest run in flight has gone on for `hungAfter`: it opens a 'hung' incident. */
   lookForHung(): void {
     const oldest = this.job.oldestRun();
-    if (oldest === undefined) return void HUNG_WATCH.delete(this);
+    if (oldest === undefined) return this.runsEnded();
     const { hungAfter } = this.settings;
     if (now() - oldest.startedAt < hungAfter) return;
     const started = new Date(oldest.startedWall).toISOString();
@@ -378,7 +394,7 @@ export class JobIncidents implements LateWatched {
 
   /** The job stopped: nothing more is looked for. */
   stop(): void {
-    HUNG_WATCH.delete(this);
+    this.runsEnded();
     this.fleet?.unwatch(this);
   }
 

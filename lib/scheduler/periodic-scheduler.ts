@@ -792,8 +792,15 @@ export class PeriodicScheduler {
       this.#emit({ type: 'started', name: this.name, jobId, scheduledAt, startedAt });
     }
     this.#checkIns?.started(run.jobId, slotOf(run));
-    if (this.#incidentSettings !== false) this.#incidents!.runStarted();
     run.launch();
+    // A run still in flight once called may hang (one that ended at once cannot): the process's watch looks at it.
+    if (
+      this.#incidentSettings !== false &&
+      this.#runs !== undefined &&
+      (this.#runs === run || this.running > 1)
+    ) {
+      this.#incidents!.runGoesOn();
+    }
     return run;
   }
 
@@ -1093,6 +1100,13 @@ export class PeriodicScheduler {
           this.#emit({ type: 'recovered', name, kind, since: new Date(since), durationMs });
         }
       },
+      lastError: () => {
+        const record = this.#record!;
+        const error = record.lastError;
+        if (error === undefined) return `the run ended '${record.lastReason}'`;
+        const { name: kind, message } = errorOf(error.value, this.#recording.errors);
+        return message === '' ? kind : `${kind}: ${message}`;
+      },
       lateUnseen: (slot) =>
         this.#phase === 'ticking' && this.#open && !this.#completed && (this.#fleet?.lastClaimed ?? 0) < slot,
       heldAtOutage: () => {
@@ -1117,15 +1131,7 @@ export class PeriodicScheduler {
 
   /** A slot's work ended for good, well or not. */
   #slotEnded(ok: boolean): void {
-    const record = this.#record!;
-    const error = record.lastError;
-    const text =
-      error === undefined
-        ? `the run ended '${record.lastReason}'`
-        : (({ name, message }) => (message === '' ? name : `${name}: ${message}`))(
-            errorOf(error.value, this.#recording.errors),
-          );
-    this.#incidents!.slotEnded(ok, Date.now(), record.consecutiveFailures, text);
+    this.#incidents!.slotEnded(ok, this.#record!.consecutiveFailures);
   }
 
   /**
