@@ -229,6 +229,8 @@ export interface IncidentJob {
   lateUnseen(slot: number): boolean;
   /** Whether this replica held the job's lease when its store stopped answering, or holds it still. */
   heldAtOutage(): boolean;
+  /** When this replica's store last answered again after it did not (wall clock); 0 if it never stopped. */
+  storeBackAt(): number;
   /** An incident opened or closed here, for a job whose audit trail is this process's: recorded in it. */
   recordHere(operation: PeriodicOperation): void;
   incidentOpened(incident: PeriodicIncidentRecord): void;
@@ -246,12 +248,14 @@ export class JobIncidents implements LateWatched {
   readonly #here = new Map<PeriodicIncidentKind, Open>();
   /** Kinds being opened or closed: one step at a time for each. */
   readonly #asking = new Set<PeriodicIncidentKind>();
-  /** A 'late' incident this replica opened on its own as the store could not be reached: it closes once it can. */
-  #storeLate = false;
   /** Whether the process's watch of runs in flight looks at this job's. */
   #watched = false;
-  /** When the good slots of the streak under way ended (wall clock), the latest `recoverAfter` of them. */
-  readonly #goods: number[] = [];
+  /** Slots in a row that failed after their retries, here and, for an exclusive job, before it came here. */
+  #failures = 0;
+  /** The slots (wall clock) of the good slots in a row under way, the latest `recoverAfter` of them, oldest first. */
+  #goods: number[] = [];
+  /** The slots that ended here since this replica took the lease: failed ones, and whether a good one did. */
+  #sinceHolding = { failures: 0, good: false };
 
   constructor(
     private readonly job: IncidentJob,
@@ -278,34 +282,62 @@ export class JobIncidents implements LateWatched {
     return open;
   }
 
-  /** A slot's work ended for good (its last attempt), at `endedAt` (wall clock). */
-  slotEnded(ok: boolean, consecutiveFailures: number): void {
-    const goods = this.#goods;
-    if (!ok) {
-      goods.length = 0;
-      const { failedSlots } = this.settings;
-      if (consecutiveFailures < failedSlots) return;
-      const slots = `${failedSlots} slot${failedSlots === 1 ? '' : 's'}`;
-      void this.#raise(
-        'failing',
-        `${slots} in a row failed after their retries; the last: ${this.job.lastError()}`,
-      );
+  /** This replica took the job's lease: the fleet's streak, read from its history (`seed`), is the one. */
+  holding(): void {
+    this.#sinceHolding = { failures: 0, good: false };
+  }
+
+  /**
+   * What the fleet's history said, when this replica took the lease, of the job's last slots, wherever they ran:
+   * `failures` in a row failed, or the good ones of `goods` (their slots, oldest first) ran last. The slots that
+   * ended here since come after them.
+   */
+  seed(failures: number, goods: number[]): void {
+    const since = this.#sinceHolding;
+    if (since.good) return;
+    if (since.failures > 0) {
+      this.#failures = failures + since.failures;
+      if (this.#failures >= this.settings.failedSlots) this.#failing();
       return;
     }
+    this.#failures = failures;
+    this.#goods = goods.slice(-this.settings.recoverAfter);
+  }
+
+  /** The work of the job's slot `slot` (wall clock; a trigger's start) ended for good: its last attempt. */
+  slotEnded(ok: boolean, slot: number): void {
+    const goods = this.#goods;
+    if (!ok) {
+      this.#sinceHolding.failures++;
+      goods.length = 0;
+      if (++this.#failures >= this.settings.failedSlots) this.#failing();
+      return;
+    }
+    this.#sinceHolding.good = true;
+    this.#failures = 0;
     // With none open, a good slot has nothing to close (an incident that opens counts the good slots after it).
     if (this.#here.size === 0 && this.fleet?.openOf(this.job.name) === undefined) return;
-    goods.push(Date.now());
+    goods.push(slot);
     if (goods.length > this.settings.recoverAfter) goods.shift();
     if (goods.length === this.settings.recoverAfter) this.#recover(goods[0]);
   }
 
-  /** Closes the incidents opened by `from`, the end of the first of the good slots in a row that close them. */
+  #failing(): void {
+    const { failedSlots } = this.settings;
+    const slots = `${failedSlots} slot${failedSlots === 1 ? '' : 's'}`;
+    void this.#raise(
+      'failing',
+      `${slots} in a row failed after their retries; the last: ${this.job.lastError()}`,
+    );
+  }
+
+  /** Closes the incidents opened before `from`, the slot of the first of the good slots in a row that close them. */
   #recover(from: number): void {
     const open = this.#open();
     if (open.size === 0) return;
     const oldest = this.job.oldestRun();
     for (const [kind, { since }] of open) {
-      if (since > from) continue;
+      if (since >= from) continue;
       // A hung run still going on keeps its incident open, whatever runs beside it.
       if (kind === 'hung' && oldest !== undefined && now() - oldest.startedAt >= this.settings.hungAfter)
         continue;
@@ -358,8 +390,7 @@ export class JobIncidents implements LateWatched {
     const wallNow = Date.now();
     if (read === undefined) {
       // The store is down: no replica can claim the slot. The replica that held the lease says so, on its own.
-      if (this.job.heldAtOutage() && !this.#asking.has('late') && !this.#open().has('late')) {
-        this.#storeLate = true;
+      if (this.job.heldAtOutage()) {
         void this.#raise(
           'late',
           `the slot due at ${new Date(slot).toISOString()} has not started ${spell(wallNow - slot)} after it ` +
@@ -374,6 +405,8 @@ export class JobIncidents implements LateWatched {
       return;
     const lateBy = wallNow - schedule.next;
     if (lateBy < this.settings.lateAfter) return;
+    // A slot due while the store did not answer here either: the replica that held the lease said so.
+    if (schedule.next < this.job.storeBackAt() && !this.job.heldAtOutage()) return;
     const holder =
       read.holder === null
         ? 'no replica holds its lease'
@@ -385,11 +418,26 @@ export class JobIncidents implements LateWatched {
     );
   }
 
-  /** The store answers again: a 'late' incident opened because it did not is over (the fleet's slots go on). */
+  /**
+   * The store of an exclusive job answers: the incidents this replica opened on its own while it did not are
+   * written there, with their time, and are the fleet's from now on (closed by its good slots, wherever they run).
+   * One the fleet has open already stands for this replica's.
+   */
   storeAnswers(): void {
-    if (!this.#storeLate || this.#asking.has('late')) return;
-    this.#storeLate = false;
-    if (this.#here.has('late')) void this.#close('late');
+    const { fleet, job } = this;
+    if (fleet === undefined || this.#here.size === 0) return;
+    for (const [kind, { since, detail }] of this.#here) {
+      if (this.#asking.has(kind)) continue;
+      this.#asking.add(kind);
+      const operation = this.#operation('incident', `${kind}: ${detail}`, since);
+      fleet
+        .open({ name: job.name, kind, since, detail }, operation, job.auditKeep)
+        .then(
+          () => this.#here.delete(kind),
+          () => undefined,
+        )
+        .finally(() => this.#asking.delete(kind));
+    }
   }
 
   /** The job stopped: nothing more is looked for. */
@@ -428,11 +476,9 @@ export class JobIncidents implements LateWatched {
     const { job, fleet } = this;
     const wallNow = Date.now();
     const here = this.#here.get(kind);
-    const operation = this.#operation(
-      'recovered',
-      `${kind}: ${this.settings.recoverAfter} good slot(s) in a row`,
-      wallNow,
-    );
+    const { recoverAfter } = this.settings;
+    const goods = recoverAfter === 1 ? 'a good slot' : `${recoverAfter} good slots in a row`;
+    const operation = this.#operation('recovered', `${kind}: ${goods}`, wallNow);
     if (here !== undefined) {
       this.#here.delete(kind);
       if (fleet === undefined) job.recordHere(operation);
@@ -494,7 +540,10 @@ export function incidentList(open: ReadonlyMap<PeriodicIncidentKind, Open>): Per
 
 /** A detail as it is stored and shown: one line, no control character, at most {@link DETAIL_MAX} characters. */
 function cleaned(detail: string): string {
-  const line = detail.replace(new RegExp(CONTROL.source, 'g'), ' ').replace(/\p{Cs}/gu, '\uFFFD');
+  const line = detail
+    .replace(new RegExp(CONTROL.source, 'g'), ' ')
+    .replace(/[\u2028\u2029]/g, ' ')
+    .replace(/\p{Cs}/gu, '\uFFFD');
   return line.length <= DETAIL_MAX ? line : `${[...line].slice(0, DETAIL_MAX - 1).join('')}…`;
 }
 

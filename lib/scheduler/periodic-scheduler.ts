@@ -8,6 +8,7 @@ import {
   type PeriodicFleetRead,
   type PeriodicFleetSchedule,
   type PeriodicOperation,
+  type PeriodicRunEntry,
   type PeriodicTriggerRequest,
 } from './coordinator-port.js';
 import { type StoreCalls } from './store-calls.js';
@@ -51,6 +52,7 @@ import {
   errorOf,
   HISTORY_DEFAULTS,
   type HistorySettings,
+  outcomeOf,
   type PeriodicRunRecord,
   slotOutcome,
 } from './history.js';
@@ -96,6 +98,23 @@ import {
   fleetIncidentsOf,
   incidentList,
 } from './incidents.js';
+
+/**
+ * The streak the fleet's latest runs (newest first) end with, for its incidents: how many slots in a row failed,
+ * or the slots of the good ones in a row (oldest first); a run in flight, shut down or to be retried is neither.
+ */
+function streakOf(runs: readonly PeriodicRunEntry[]): [failures: number, goods: number[]] {
+  let failures = 0;
+  const goods: number[] = [];
+  for (const run of runs) {
+    const outcome = outcomeOf(run);
+    if (outcome === null) continue;
+    if (outcome === 'fail' ? goods.length > 0 : failures > 0) break;
+    if (outcome === 'fail') failures++;
+    else goods.push(run.slot ?? run.startedAt);
+  }
+  return [failures, goods.reverse()];
+}
 
 /** The slot a run is for, as its check-ins say it: null for a trigger or a manual tick. */
 const slotOf = (run: Run) => (run.slotOrigin === 'timer' || run.slotOrigin === 'backfill' ? run.slot : null);
@@ -880,7 +899,7 @@ export class PeriodicScheduler {
       waiter?.(outcome);
     }
     // After the run's own event: an incident it opens or closes follows it.
-    if (outcome !== null && this.#incidentSettings !== false) this.#slotEnded(outcome === 'ok');
+    if (outcome !== null && this.#incidentSettings !== false) this.#slotEnded(outcome === 'ok', run);
     // A run that timed out without throwing is retried for its signal's reason.
     if (retry !== undefined) this.#retryIn(run, retry, failed ? error : run.stopError);
     if (this.#runs === undefined) {
@@ -921,6 +940,7 @@ export class PeriodicScheduler {
       runs = await read();
     }
     if (runs === undefined) return;
+    if (this.#incidentSettings !== false) this.#incidents!.seed(...streakOf(runs));
     if (numbering) {
       this.#numbered = true;
       const started = this.#record?.started ?? 0;
@@ -1038,7 +1058,7 @@ export class PeriodicScheduler {
     // Counted here, not by the stores: the record of its last run said a retry would follow.
     countOutcome(this.#recorded(), 'fail', Date.now());
     this.#failedInARow();
-    if (this.#incidentSettings !== false) this.#slotEnded(false);
+    if (this.#incidentSettings !== false) this.#slotEnded(false, failed);
     // A lease being handed over waited for this retry.
     this.#fleet?.lease.idle();
     if (
@@ -1109,6 +1129,7 @@ export class PeriodicScheduler {
       },
       lateUnseen: (slot) =>
         this.#phase === 'ticking' && this.#open && !this.#completed && (this.#fleet?.lastClaimed ?? 0) < slot,
+      storeBackAt: () => this.storeLog?.backAt ?? 0,
       heldAtOutage: () => {
         const log = this.storeLog;
         return (
@@ -1129,9 +1150,9 @@ export class PeriodicScheduler {
     watch.watch(this.#incidents!, slot, settings.lateAfter);
   }
 
-  /** A slot's work ended for good, well or not. */
-  #slotEnded(ok: boolean): void {
-    this.#incidents!.slotEnded(ok, this.#record!.consecutiveFailures);
+  /** The slot of `run` ended for good, well or not. */
+  #slotEnded(ok: boolean, run: Run): void {
+    this.#incidents!.slotEnded(ok, slotOf(run) ?? run.startedWall);
   }
 
   /**
@@ -1260,6 +1281,7 @@ export class PeriodicScheduler {
 
   /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
   leaseAcquired(fencingToken: number, stored: PeriodicFleetSchedule | null): void {
+    this.#madeIncidents?.holding();
     if (this.#wants('leaseAcquired')) this.#emit({ type: 'leaseAcquired', name: this.name, fencingToken });
     if (this.options.mode !== 'auto' || this.#phase !== 'ticking') return;
     const wallNow = Date.now();

@@ -32,6 +32,8 @@ export class StoreLog {
   /** Whether the store answered the last command that ended, as status shows it; and since when, and why not. */
   reachable = true;
   since = Date.now();
+  /** When the store last answered again after it did not (wall clock); 0 if it never stopped answering. */
+  backAt = 0;
   lastError: string | null = null;
   /** When the store last answered, on the `now()` timeline. */
   answeredAt = now();
@@ -109,7 +111,7 @@ export class StoreLog {
   recovered(): void {
     this.answeredAt = now();
     this.lastError = null;
-    if (!this.reachable) [this.reachable, this.since] = [true, Date.now()];
+    if (!this.reachable) [this.reachable, this.since, this.backAt] = [true, Date.now(), Date.now()];
     if (!this.down) return;
     this.down = false;
     this.log.log(

@@ -196,6 +196,40 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       }
     }, 60_000);
 
+    it("the slots that failed before a handover count on the next holder: the incident opens at the fleet's third", async () => {
+      const { replicas, seen } = await twoReplicas(
+        { failing: true },
+        { leaseMs: 1500, incidents: { failedSlots: 3 } },
+      );
+      const held = () => replicas.find(({ app }) => app.registry.status('feed').lease?.held === true);
+      const holder = await until(held, 20_000);
+      await until(() =>
+        holder.app.seen.some((event) => event.type === 'finished' && event.reason === 'error')
+          ? true
+          : undefined,
+      );
+      // Closed, the holder records its runs and gives the lease up: the other takes it over.
+      await holder.app.close();
+      const other = replicas.find((replica) => replica !== holder)!;
+      const [incident] = await until(
+        () => (seen('incident').length > 0 ? seen('incident') : undefined),
+        20_000,
+      );
+      expect(incident).toMatchObject({ kind: 'failing' });
+      // The fleet's history: the slots that failed, on either replica, up to the incident.
+      const failedBefore = await until(async () => {
+        const runs = await other.app.registry.history('feed', { limit: 50 });
+        const failed = runs.filter(
+          (run) => run.reason === 'error' && run.finishedAt !== null && run.finishedAt <= incident.since,
+        );
+        return failed.length >= 3 ? failed : undefined;
+      });
+      expect(failedBefore).toHaveLength(3);
+      expect(new Set(failedBefore.map((run) => run.replica))).toEqual(
+        new Set([holder.name, other.name].filter((name) => failedBefore.some((run) => run.replica === name))),
+      );
+    }, 60_000);
+
     it('a holder that stops answering with its lease held: the other replica finds the slot late, and says so once', async () => {
       const { replicas, seen } = await twoReplicas(
         { failing: false },
@@ -253,17 +287,27 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       );
       await sleep(2000);
       expect(seen('incident')).toHaveLength(1);
-      // The incident is this replica's own, shown by it; it closes there once the store answers again.
+      // The incident is this replica's own, shown by it; once the store answers again it is written there, the
+      // fleet's from then on, and the fleet's good slots close it, wherever they run.
       expect((await holder.app.registry.fleetStatus('feed')).incidents).toMatchObject([{ kind: 'late' }]);
       outage.down = false;
       const [recovered] = await until(
         () => (seen('recovered').length > 0 ? seen('recovered') : undefined),
         20_000,
       );
-      expect(recovered).toMatchObject({ by: holder.name, kind: 'late', since: late.since });
-      expect((await holder.app.registry.fleetStatus('feed')).incidents).toEqual([]);
+      expect(recovered).toMatchObject({ kind: 'late', since: late.since });
+      for (const { app } of replicas) {
+        await until(async () =>
+          (await app.registry.fleetStatus('feed')).incidents.length === 0 ? true : undefined,
+        );
+      }
       await sleep(1000);
       expect([seen('incident').length, seen('recovered').length]).toEqual([1, 1]);
+      const audit = await holder.app.registry.audit('feed');
+      expect(audit.map(({ action, at }) => [action, action === 'incident' ? at : null])).toEqual([
+        ['recovered', null],
+        ['incident', late.since],
+      ]);
     }, 60_000);
   });
 });
