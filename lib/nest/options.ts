@@ -84,10 +84,11 @@ export interface PeriodicModuleOptions {
    */
   checkIns?: PeriodicCheckIns;
   /**
-   * When a job opens an incident, once for the fleet, and when it closes (docs/alerts.md): `false` for never.
+   * When a job opens an incident, once for the fleet, and when it closes (docs/alerts.md): `true` for the
+   * defaults, `false` for never.
    * @default { failedSlots: 3, lateAfter: 60_000, hungAfter: 3_600_000, recoverAfter: 1 }
    */
-  incidents?: PeriodicIncidentOptions | false;
+  incidents?: PeriodicIncidentOptions | boolean;
 }
 
 /** The module's options, validated, with defaults filled in. */

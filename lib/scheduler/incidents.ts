@@ -59,18 +59,20 @@ const INCIDENT_RULES = {
 /** The rule of the module's `incidents` option. */
 export const INCIDENTS_RULE: OptionRule = {
   accepts: (value) =>
-    value === false || (typeof value === 'object' && value !== null && !Array.isArray(value)),
+    typeof value === 'boolean' || (typeof value === 'object' && value !== null && !Array.isArray(value)),
   expected:
-    'false, or an object such as { failedSlots: 3, lateAfter: 60_000, hungAfter: 3_600_000, recoverAfter: 1 }',
+    'true (the defaults), false (none), or an object such as { failedSlots: 3, lateAfter: 60_000, hungAfter: ' +
+    '3_600_000, recoverAfter: 1 }',
 };
 
 /** The `incidents` option checked, with its defaults. */
 export function incidentSettings(
   where: string,
-  given: PeriodicIncidentOptions | false | undefined,
+  given: PeriodicIncidentOptions | boolean | undefined,
 ): IncidentSettings {
   if (given === false) return false;
-  const checked = checkedOptions(`${where}: "incidents"`, given ?? {}, INCIDENT_RULES, '{ failedSlots: 3 }');
+  if (given === true || given === undefined) return INCIDENT_DEFAULTS;
+  const checked = checkedOptions(`${where}: "incidents"`, given, INCIDENT_RULES, '{ failedSlots: 3 }');
   return { ...INCIDENT_DEFAULTS, ...(checked as PeriodicIncidentOptions) };
 }
 

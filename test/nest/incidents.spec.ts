@@ -20,7 +20,10 @@ describe('the incidents option of the module', () => {
     [{ hungAfter: -1 }, /"incidents": "hungAfter" .*got -1/],
     [{ recoverAfter: 1.5 }, /"incidents": "recoverAfter" .*got 1\.5/],
     [{ hungafter: 1000 }, /"incidents".*"hungafter".*"hungAfter"/],
-    [true, /"incidents" must be false, or an object such as \{ failedSlots: 3/],
+    [
+      'on',
+      /"incidents" must be true \(the defaults\), false \(none\), or an object such as \{ failedSlots: 3/,
+    ],
   ])('refuses %j, naming the option and the value', (incidents, message) => {
     const made = () => PeriodicModule.forRoot({ incidents: incidents as never });
     expect(made).toThrow(PeriodicConfigError);

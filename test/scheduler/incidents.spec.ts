@@ -143,6 +143,7 @@ describe('the incidents option', () => {
     });
     expect(incidentSettings('forRoot()', undefined)).toEqual(INCIDENT_DEFAULTS);
     expect(incidentSettings('forRoot()', false)).toBe(false);
+    expect(incidentSettings('forRoot()', true)).toEqual(INCIDENT_DEFAULTS);
   });
 
   it.each([
