@@ -688,7 +688,15 @@ function breakable(text: string): string {
   return esc(text).replace(/([./_@])(?=.)/g, '$1<wbr>');
 }
 
-/** Text as HTML: every character that could open markup or end an attribute, escaped. */
+/**
+ * Text as HTML: every character that could open markup or end an attribute, escaped; a control character that
+ * HTML does not allow (a run's error may carry NUL or ESC) shown as U+FFFD.
+ */
 export function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+  return (
+    text
+      .replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`)
+      // eslint-disable-next-line no-control-regex -- finding control characters is the point
+      .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, '\uFFFD')
+  );
 }

@@ -269,7 +269,7 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
     served.registry.add(
       'Hostile.error',
       () => {
-        throw new Error('<script>alert(1)</script> & "quoted"');
+        throw new Error('<script>alert(1)</script> & "quoted"\u0000\u001b[31m');
       },
       { every: 100 },
     );
@@ -285,13 +285,15 @@ describe.each(['express', 'fastify'] as const)('on %s, behind a global prefix', 
           kind: 'failing',
           since: expect.any(String),
           detail:
-            '3 slots in a row failed after their retries; the last: Error: <script>alert(1)</script> & "quoted"',
+            '3 slots in a row failed after their retries; the last: Error: <script>alert(1)</script> & "quoted"  [31m',
         },
       ]);
       for (const page of [path('/jobs/Hostile.error'), path('')]) {
         const { body } = await raw(served.url, page);
         expect(body).toContain('incident: failing');
         expect(body).not.toContain('<script>alert');
+        // The run's error in the history too: no control character that HTML does not allow.
+        expect(body).not.toMatch(/[\u0000\u001b]/);
       }
       const { body } = await raw(served.url, path('/jobs/Hostile.error'));
       expect(body).toContain('&#60;script&#62;alert(1)&#60;/script&#62; &#38; &#34;quoted&#34;');
