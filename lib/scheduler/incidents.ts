@@ -317,8 +317,9 @@ export class JobIncidents implements LateWatched {
     }
     this.#sinceHolding.good = true;
     this.#failures = 0;
-    // With none open, a good slot has nothing to close (an incident that opens counts the good slots after it).
-    if (this.#here.size === 0 && this.fleet?.openOf(this.job.name) === undefined) return;
+    // A job of this process alone with none open has nothing to close (an incident that opens counts the good
+    // slots after it). An exclusive job keeps them: what this replica knows of the fleet's may be a heartbeat old.
+    if (this.fleet === undefined && this.#here.size === 0) return;
     goods.push(slot);
     if (goods.length > this.settings.recoverAfter) goods.shift();
     if (goods.length === this.settings.recoverAfter) this.#recover(goods[0]);
@@ -335,8 +336,8 @@ export class JobIncidents implements LateWatched {
 
   /** Closes the incidents opened before `from`, the slot of the first of the good slots in a row that close them. */
   #recover(from: number): void {
+    if (this.#here.size === 0 && this.fleet?.openOf(this.job.name) === undefined) return;
     const open = this.#open();
-    if (open.size === 0) return;
     const oldest = this.job.oldestRun();
     for (const [kind, { since }] of open) {
       if (since >= from) continue;

@@ -1281,7 +1281,12 @@ export class PeriodicScheduler {
 
   /** @internal This replica now holds the job's lease: it continues the fleet's schedule. */
   leaseAcquired(fencingToken: number, stored: PeriodicFleetSchedule | null): void {
-    this.#madeIncidents?.holding();
+    if (this.#incidentSettings !== false) {
+      this.#incidents!.holding();
+      // The fleet's open incidents, read again now (one read for the leases taken together): the first good
+      // slots here may close one.
+      this.#incidents!.fleet?.refresh();
+    }
     if (this.#wants('leaseAcquired')) this.#emit({ type: 'leaseAcquired', name: this.name, fencingToken });
     if (this.options.mode !== 'auto' || this.#phase !== 'ticking') return;
     const wallNow = Date.now();

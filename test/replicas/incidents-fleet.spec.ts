@@ -230,6 +230,47 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       );
     }, 60_000);
 
+    it("the good slots before a handover count too: the incident closes at the fleet's recoverAfter-th good slot", async () => {
+      const state = { failing: true };
+      const { replicas, seen } = await twoReplicas(state, {
+        leaseMs: 1500,
+        incidents: { failedSlots: 1, recoverAfter: 2 },
+      });
+      const [incident] = await until(
+        () => (seen('incident').length > 0 ? seen('incident') : undefined),
+        20_000,
+      );
+      state.failing = false;
+      // The replica that runs the first good slot (the spread may have moved the job since the incident).
+      const holder = await until(() =>
+        replicas.find(({ app }) =>
+          app.seen.some((event) => event.type === 'finished' && event.reason === 'normal'),
+        ),
+      );
+      // One good slot there (or two, if it closes the incident first), then the other replica goes on.
+      await holder.app.close();
+      const other = replicas.find((replica) => replica !== holder)!;
+      const [recovered] = await until(
+        () => (seen('recovered').length > 0 ? seen('recovered') : undefined),
+        20_000,
+      );
+      // When it closed, give or take the milliseconds between a run's end as recorded and as its replica read it
+      // (the next good slot ends 300 ms later).
+      const closedAt = recovered.since.getTime() + recovered.durationMs + 100;
+      const good = await until(async () => {
+        const runs = await other.app.registry.history('feed', { limit: 50 });
+        const after = runs.filter(
+          (run) =>
+            run.reason === 'normal' &&
+            run.slot !== null &&
+            run.slot.getTime() > incident.since.getTime() &&
+            run.finishedAt!.getTime() <= closedAt,
+        );
+        return after.length >= 2 ? after : undefined;
+      });
+      expect(good).toHaveLength(2);
+    }, 60_000);
+
     it('a holder that stops answering with its lease held: the other replica finds the slot late, and says so once', async () => {
       const { replicas, seen } = await twoReplicas(
         { failing: false },
