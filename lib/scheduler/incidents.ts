@@ -197,6 +197,8 @@ export class FleetIncidents {
   }
 }
 
+const NONE: ReadonlyMap<PeriodicIncidentKind, Open> = new Map();
+
 /** The fleet's incidents as each replica knows them, made when one of its jobs first asks. */
 const FLEETS = new WeakMap<Replica, FleetIncidents>();
 
@@ -247,9 +249,9 @@ export interface IncidentJob {
  */
 export class JobIncidents implements LateWatched {
   /** Incidents opened in this process. */
-  readonly #here = new Map<PeriodicIncidentKind, Open>();
+  #hereMade: Map<PeriodicIncidentKind, Open> | undefined;
   /** Kinds being opened or closed: one step at a time for each. */
-  readonly #asking = new Set<PeriodicIncidentKind>();
+  #askingMade: Set<PeriodicIncidentKind> | undefined;
   /** Whether the process's watch of runs in flight looks at this job's. */
   #watched = false;
   /** Slots in a row that failed after their retries, here and, for an exclusive job, before it came here. */
@@ -257,7 +259,8 @@ export class JobIncidents implements LateWatched {
   /** The slots (wall clock) of the good slots in a row under way, the latest `recoverAfter` of them, oldest first. */
   #goods: number[] = [];
   /** The slots that ended here since this replica took the lease: failed ones, and whether a good one did. */
-  #sinceHolding = { failures: 0, good: false };
+  #failedHere = 0;
+  #goodHere = false;
 
   constructor(
     private readonly job: IncidentJob,
@@ -267,6 +270,16 @@ export class JobIncidents implements LateWatched {
 
   get name(): string {
     return this.job.name;
+  }
+
+  /** The incidents opened in this process (most jobs never have one: the map is made with the first). */
+  get #here(): ReadonlyMap<PeriodicIncidentKind, Open> {
+    return this.#hereMade ?? NONE;
+  }
+
+  /** Whether an incident of `kind` is being opened or closed. */
+  #asking(kind: PeriodicIncidentKind): boolean {
+    return this.#askingMade?.has(kind) === true;
   }
 
   lateUnseen(slot: number): boolean {
@@ -286,7 +299,8 @@ export class JobIncidents implements LateWatched {
 
   /** This replica took the job's lease: the fleet's streak, read from its history (`seed`), is the one. */
   holding(): void {
-    this.#sinceHolding = { failures: 0, good: false };
+    this.#failedHere = 0;
+    this.#goodHere = false;
   }
 
   /**
@@ -295,10 +309,9 @@ export class JobIncidents implements LateWatched {
    * ended here since come after them.
    */
   seed(failures: number, goods: number[]): void {
-    const since = this.#sinceHolding;
-    if (since.good) return;
-    if (since.failures > 0) {
-      this.#failures = failures + since.failures;
+    if (this.#goodHere) return;
+    if (this.#failedHere > 0) {
+      this.#failures = failures + this.#failedHere;
       if (this.#failures >= this.settings.failedSlots) this.#failing();
       return;
     }
@@ -310,12 +323,12 @@ export class JobIncidents implements LateWatched {
   slotEnded(ok: boolean, slot: number): void {
     const goods = this.#goods;
     if (!ok) {
-      this.#sinceHolding.failures++;
+      this.#failedHere++;
       goods.length = 0;
       if (++this.#failures >= this.settings.failedSlots) this.#failing();
       return;
     }
-    this.#sinceHolding.good = true;
+    this.#goodHere = true;
     this.#failures = 0;
     // A job of this process alone with none open has nothing to close (an incident that opens counts the good
     // slots after it). An exclusive job keeps them: what this replica knows of the fleet's may be a heartbeat old.
@@ -430,16 +443,16 @@ export class JobIncidents implements LateWatched {
     const { fleet, job } = this;
     if (fleet === undefined || this.#here.size === 0) return;
     for (const [kind, { since, detail }] of this.#here) {
-      if (this.#asking.has(kind)) continue;
-      this.#asking.add(kind);
+      if (this.#asking(kind)) continue;
+      (this.#askingMade ??= new Set()).add(kind);
       const operation = this.#operation('incident', `${kind}: ${detail}`, since);
       fleet
         .open({ name: job.name, kind, since, detail }, operation, job.auditKeep)
         .then(
-          () => this.#here.delete(kind),
+          () => this.#hereMade?.delete(kind),
           () => undefined,
         )
-        .finally(() => this.#asking.delete(kind));
+        .finally(() => this.#askingMade!.delete(kind));
     }
   }
 
@@ -451,13 +464,13 @@ export class JobIncidents implements LateWatched {
 
   /** Opens an incident of `kind` unless one is open; `here`: in this process even if the fleet keeps them. */
   async #raise(kind: PeriodicIncidentKind, detail: string, here = false): Promise<void> {
-    if (this.#asking.has(kind) || this.#open().has(kind)) return;
+    if (this.#asking(kind) || this.#open().has(kind)) return;
     const { job, fleet } = this;
     const since = Date.now();
     const incident = { name: job.name, kind, since, detail: cleaned(detail) };
     const operation = this.#operation('incident', `${kind}: ${incident.detail}`, since);
     this.#goods.length = 0;
-    this.#asking.add(kind);
+    (this.#askingMade ??= new Set()).add(kind);
     let opened = true;
     try {
       if (fleet !== undefined && !here) opened = await fleet.open(incident, operation, job.auditKeep);
@@ -465,17 +478,17 @@ export class JobIncidents implements LateWatched {
     } catch {
       // The store did not answer: this replica says so on its own.
     } finally {
-      this.#asking.delete(kind);
+      this.#askingMade!.delete(kind);
     }
     if (!opened) return;
     if (fleet === undefined || here || !fleet.openOf(job.name)?.has(kind)) {
-      this.#here.set(kind, { since, detail: incident.detail });
+      (this.#hereMade ??= new Map()).set(kind, { since, detail: incident.detail });
     }
     job.incidentOpened(incident);
   }
 
   async #close(kind: PeriodicIncidentKind): Promise<void> {
-    if (this.#asking.has(kind)) return;
+    if (this.#asking(kind)) return;
     const { job, fleet } = this;
     const wallNow = Date.now();
     const here = this.#here.get(kind);
@@ -483,20 +496,20 @@ export class JobIncidents implements LateWatched {
     const goods = recoverAfter === 1 ? 'a good slot' : `${recoverAfter} good slots in a row`;
     const operation = this.#operation('recovered', `${kind}: ${goods}`, wallNow);
     if (here !== undefined) {
-      this.#here.delete(kind);
+      this.#hereMade!.delete(kind);
       if (fleet === undefined) job.recordHere(operation);
       job.incidentClosed({ name: job.name, kind, ...here }, wallNow - here.since);
       return;
     }
     if (fleet === undefined) return;
-    this.#asking.add(kind);
+    (this.#askingMade ??= new Set()).add(kind);
     try {
       const closed = await fleet.close(job.name, kind, operation, job.auditKeep);
       if (closed !== null) job.incidentClosed(closed, Math.max(0, wallNow - closed.since));
     } catch {
       // The store did not answer: the next good slot closes it.
     } finally {
-      this.#asking.delete(kind);
+      this.#askingMade!.delete(kind);
     }
   }
 

@@ -7,6 +7,7 @@ import {
   type PeriodicCoordinator,
   type PeriodicFleetRead,
   type PeriodicFleetSchedule,
+  type PeriodicIncidentRecord,
   type PeriodicOperation,
   type PeriodicRunEntry,
   type PeriodicTriggerRequest,
@@ -1089,54 +1090,76 @@ export class PeriodicScheduler {
   get #incidents(): JobIncidents | undefined {
     const settings = this.#incidentSettings;
     if (settings === false) return undefined;
+    // The scheduler is the IncidentJob its incidents ask, checked here (its methods for it are internal).
     return (this.#madeIncidents ??= new JobIncidents(
-      this.#incidentJob(),
+      this satisfies IncidentJob,
       settings,
       fleetIncidentsOf(this.#fleet?.lease.replica),
     ));
   }
 
-  /** What the job's incidents ask of it, and what the fleet's watch of late slots does. */
-  #incidentJob(): IncidentJob {
-    const { name } = this;
-    return {
-      name,
-      replicaName: this.#recording.replica,
-      auditKeep: keptBy(this.#recording.settings),
-      oldestRun: () => {
-        const runs = this.#runs;
-        const oldest = Array.isArray(runs) ? runs[0] : runs;
-        return (
-          oldest && { jobId: oldest.jobId, startedWall: oldest.startedWall, startedAt: oldest.startedAt }
-        );
-      },
-      recordHere: (operation) => this.#operated().recordHere(operation),
-      incidentOpened: ({ kind, since, detail }) => {
-        if (this.#wants('incident'))
-          this.#emit({ type: 'incident', name, kind, since: new Date(since), detail });
-      },
-      incidentClosed: ({ kind, since }, durationMs) => {
-        if (this.#wants('recovered')) {
-          this.#emit({ type: 'recovered', name, kind, since: new Date(since), durationMs });
-        }
-      },
-      lastError: () => {
-        const record = this.#record!;
-        const error = record.lastError;
-        if (error === undefined) return `the run ended '${record.lastReason}'`;
-        const { name: kind, message } = errorOf(error.value, this.#recording.errors);
-        return message === '' ? kind : `${kind}: ${message}`;
-      },
-      lateUnseen: (slot) =>
-        this.#phase === 'ticking' && this.#open && !this.#completed && (this.#fleet?.lastClaimed ?? 0) < slot,
-      storeBackAt: () => this.storeLog?.backAt ?? 0,
-      heldAtOutage: () => {
-        const log = this.storeLog;
-        return (
-          this.#fleet?.lease.held === true || (log?.reachable === false && this.#leaseLostAt >= log.since)
-        );
-      },
-    };
+  // What the job's incidents ask of it (IncidentJob, incidents.ts): internal, as those of its operations are.
+
+  /** @internal The replica's name, as the audit trail says who opened an incident. */
+  get replicaName(): string {
+    return this.#recording.replica;
+  }
+
+  /** @internal How many entries the job's audit trail keeps. */
+  get auditKeep(): number {
+    return keptBy(this.#recording.settings);
+  }
+
+  /** @internal The oldest run in flight here. */
+  oldestRun(): { jobId: number; startedWall: number; startedAt: number } | undefined {
+    const runs = this.#runs;
+    const oldest = Array.isArray(runs) ? runs[0] : runs;
+    return oldest && { jobId: oldest.jobId, startedWall: oldest.startedWall, startedAt: oldest.startedAt };
+  }
+
+  /** @internal An incident opened or closed here, for a job whose audit trail is this process's. */
+  recordHere(operation: PeriodicOperation): void {
+    this.#operated().recordHere(operation);
+  }
+
+  /** @internal The event `incident`. */
+  incidentOpened({ kind, since, detail }: PeriodicIncidentRecord): void {
+    if (this.#wants('incident'))
+      this.#emit({ type: 'incident', name: this.name, kind, since: new Date(since), detail });
+  }
+
+  /** @internal The event `recovered`. */
+  incidentClosed({ kind, since }: PeriodicIncidentRecord, durationMs: number): void {
+    if (this.#wants('recovered')) {
+      this.#emit({ type: 'recovered', name: this.name, kind, since: new Date(since), durationMs });
+    }
+  }
+
+  /** @internal The last run's error, or its exit reason, in words (as the module's `errors` allows). */
+  lastError(): string {
+    const record = this.#record!;
+    const error = record.lastError;
+    if (error === undefined) return `the run ended '${record.lastReason}'`;
+    const { name, message } = errorOf(error.value, this.#recording.errors);
+    return message === '' ? name : `${name}: ${message}`;
+  }
+
+  /** @internal Whether the slot may still be late: the job is due to run it, and this replica did not claim it. */
+  lateUnseen(slot: number): boolean {
+    return (
+      this.#phase === 'ticking' && this.#open && !this.#completed && (this.#fleet?.lastClaimed ?? 0) < slot
+    );
+  }
+
+  /** @internal When the store last answered again after it did not (wall clock); 0 if it never stopped. */
+  storeBackAt(): number {
+    return this.storeLog?.backAt ?? 0;
+  }
+
+  /** @internal Whether this replica held the job's lease when its store stopped answering, or holds it still. */
+  heldAtOutage(): boolean {
+    const log = this.storeLog;
+    return this.#fleet?.lease.held === true || (log?.reachable === false && this.#leaseLostAt >= log.since);
   }
 
   /** An exclusive job's slot came: the fleet's watch looks `lateAfter` after it whether some replica started it. */
