@@ -421,8 +421,9 @@ export class JobIncidents implements LateWatched {
       return;
     const lateBy = wallNow - schedule.next;
     if (lateBy < this.settings.lateAfter) return;
-    // A slot due while the store did not answer here either: the replica that held the lease said so.
-    if (schedule.next < this.job.storeBackAt() && !this.job.heldAtOutage()) return;
+    // A slot due while the store did not answer here either, or while the fleet took its leases again after it
+    // (within `lateAfter`): the replica that held the lease said so.
+    if (schedule.next < this.job.storeBackAt() + this.settings.lateAfter && !this.job.heldAtOutage()) return;
     const holder =
       read.holder === null
         ? 'no replica holds its lease'
