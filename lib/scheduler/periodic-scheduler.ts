@@ -1173,9 +1173,12 @@ export class PeriodicScheduler {
     watch.watch(this.#incidents!, slot, settings.lateAfter);
   }
 
-  /** The slot of `run` ended for good, well or not. */
+  /**
+   * The slot of `run` ended for good, well or not. A run that is no slot's (a trigger, a manual tick) counts from
+   * its start; one that started in the millisecond an incident opened started after what opened it.
+   */
   #slotEnded(ok: boolean, run: Run): void {
-    this.#incidents!.slotEnded(ok, slotOf(run) ?? run.startedWall);
+    this.#incidents!.slotEnded(ok, slotOf(run) ?? run.startedWall + 0.5);
   }
 
   /**
