@@ -25,7 +25,7 @@ import type {
 import { now } from '../scheduler/deadline-timer.js';
 import { checkedOptions } from '../scheduler/rules.js';
 import { countOutcome, newestFirst, outcomeOf, type SlotStreak } from '../scheduler/history.js';
-import { LEASE_MS } from './replies.js';
+import { byUtf8, LEASE_MS } from './replies.js';
 
 /** Options of {@link InMemoryCoordinator}. */
 export interface InMemoryCoordinatorOptions {
@@ -204,7 +204,7 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
 
   async readIncidents(limit: number): Promise<PeriodicIncidentRecord[]> {
     return [...this.incidents.keys()]
-      .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+      .sort(byUtf8)
       .flatMap((name) => [...this.incidents.get(name)!.values()].map((incident) => ({ ...incident })))
       .slice(0, limit);
   }

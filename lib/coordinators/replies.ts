@@ -79,6 +79,9 @@ export function operationOf(record: string): PeriodicOperation {
   };
 }
 
+/** The order of two names by their UTF-8 bytes, the order the port lists jobs in. */
+export const byUtf8 = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
 /** An incident of job `name` from its JSON (`{ since, detail }`), as the Redis coordinator keeps it. */
 export function incidentOf(name: string, kind: PeriodicIncidentKind, json: string): PeriodicIncidentRecord {
   const { since, detail } = (JSON.parse(json) ?? {}) as { since?: unknown; detail?: unknown };

@@ -143,19 +143,30 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
             .filter((event): event is PeriodicEventOf<T> => event.type === type)
             .map((event) => ({ by: name, ...event })),
         );
-      return { replicas, seen };
+      /** The events of `type` so far, once there is one (within 20 s). */
+      const firstSeen = <T extends 'incident' | 'recovered'>(type: T) =>
+        until(() => (seen(type).length > 0 ? seen(type) : undefined), 20_000);
+      /** The replica that holds the lease (within 20 s). */
+      const holder = () =>
+        until(() => replicas.find(({ app }) => app.registry.status('feed').lease?.held === true), 20_000);
+      /** The holder, once it has run a slot, so that the fleet's schedule is in the store. */
+      const scheduledHolder = async () => {
+        const held = await holder();
+        await until(async () =>
+          (await held.app.registry.fleetStatus('feed')).lastSlot !== null ? true : undefined,
+        );
+        return held;
+      };
+      return { replicas, seen, firstSeen, holder, scheduledHolder };
     }
 
     it('failing slots open one incident for the fleet, both replicas show it, and one recovery closes it', async () => {
       const state = { failing: true };
-      const { replicas, seen } = await twoReplicas(state, {
+      const { replicas, seen, firstSeen } = await twoReplicas(state, {
         leaseMs: 1500,
         incidents: { failedSlots: 2 },
       });
-      const [incident] = await until(
-        () => (seen('incident').length > 0 ? seen('incident') : undefined),
-        20_000,
-      );
+      const [incident] = await firstSeen('incident');
       expect(incident).toMatchObject({
         name: 'feed',
         kind: 'failing',
@@ -176,10 +187,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       expect(seen('incident')).toHaveLength(1);
 
       state.failing = false;
-      const [recovered] = await until(
-        () => (seen('recovered').length > 0 ? seen('recovered') : undefined),
-        20_000,
-      );
+      const [recovered] = await firstSeen('recovered');
       expect(recovered).toMatchObject({ name: 'feed', kind: 'failing', since: incident.since });
       expect(recovered.durationMs).toBeGreaterThan(0);
       await sleep(1000);
@@ -197,12 +205,12 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
     }, 60_000);
 
     it("the slots that failed before a handover count on the next holder: the incident opens at the fleet's third", async () => {
-      const { replicas, seen } = await twoReplicas(
-        { failing: true },
-        { leaseMs: 1500, incidents: { failedSlots: 3 } },
-      );
-      const held = () => replicas.find(({ app }) => app.registry.status('feed').lease?.held === true);
-      const holder = await until(held, 20_000);
+      const {
+        replicas,
+        firstSeen,
+        holder: holderOf,
+      } = await twoReplicas({ failing: true }, { leaseMs: 1500, incidents: { failedSlots: 3 } });
+      const holder = await holderOf();
       await until(() =>
         holder.app.seen.some((event) => event.type === 'finished' && event.reason === 'error')
           ? true
@@ -211,10 +219,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       // Closed, the holder records its runs and gives the lease up: the other takes it over.
       await holder.app.close();
       const other = replicas.find((replica) => replica !== holder)!;
-      const [incident] = await until(
-        () => (seen('incident').length > 0 ? seen('incident') : undefined),
-        20_000,
-      );
+      const [incident] = await firstSeen('incident');
       expect(incident).toMatchObject({ kind: 'failing' });
       // The fleet's history: the slots that failed, on either replica, up to the incident.
       const failedBefore = await until(async () => {
@@ -232,14 +237,11 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
 
     it("the good slots before a handover count too: the incident closes at the fleet's recoverAfter-th good slot", async () => {
       const state = { failing: true };
-      const { replicas, seen } = await twoReplicas(state, {
+      const { replicas, firstSeen } = await twoReplicas(state, {
         leaseMs: 1500,
         incidents: { failedSlots: 1, recoverAfter: 2 },
       });
-      const [incident] = await until(
-        () => (seen('incident').length > 0 ? seen('incident') : undefined),
-        20_000,
-      );
+      const [incident] = await firstSeen('incident');
       state.failing = false;
       // The replica that runs the first good slot (the spread may have moved the job since the incident).
       const holder = await until(() =>
@@ -250,10 +252,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       // One good slot there (or two, if it closes the incident first), then the other replica goes on.
       await holder.app.close();
       const other = replicas.find((replica) => replica !== holder)!;
-      const [recovered] = await until(
-        () => (seen('recovered').length > 0 ? seen('recovered') : undefined),
-        20_000,
-      );
+      const [recovered] = await firstSeen('recovered');
       // When it closed, give or take the milliseconds between a run's end as recorded and as its replica read it
       // (the next good slot ends 300 ms later).
       const closedAt = recovered.since.getTime() + recovered.durationMs + 100;
@@ -272,18 +271,11 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
     }, 60_000);
 
     it('a holder that stops answering with its lease held: the other replica finds the slot late, and says so once', async () => {
-      const { replicas, seen } = await twoReplicas(
+      const { replicas, seen, scheduledHolder } = await twoReplicas(
         { failing: false },
         { leaseMs: 4000, incidents: { lateAfter: 600 } },
       );
-      const holder = await until(
-        () => replicas.find(({ app }) => app.registry.status('feed').lease?.held === true),
-        20_000,
-      );
-      // Let the holder run a slot or two, so that the fleet's schedule is in the store.
-      await until(async () =>
-        (await holder.app.registry.fleetStatus('feed')).lastSlot !== null ? true : undefined,
-      );
+      const holder = await scheduledHolder();
       holder.silence();
       const other = replicas.find((replica) => replica !== holder)!;
       const late = await until(() => {
@@ -309,19 +301,13 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
     }, 60_000);
 
     it('the store down: the replica that held the lease says the slots are late, once; the other stays quiet', async () => {
-      const { replicas, seen } = await twoReplicas(
+      const { replicas, seen, firstSeen, scheduledHolder } = await twoReplicas(
         { failing: false },
         { leaseMs: 1500, incidents: { lateAfter: 600 } },
       );
-      const holder = await until(
-        () => replicas.find(({ app }) => app.registry.status('feed').lease?.held === true),
-        20_000,
-      );
-      await until(async () =>
-        (await holder.app.registry.fleetStatus('feed')).lastSlot !== null ? true : undefined,
-      );
+      const holder = await scheduledHolder();
       outage.down = true;
-      const [late] = await until(() => (seen('incident').length > 0 ? seen('incident') : undefined), 20_000);
+      const [late] = await firstSeen('incident');
       expect(late).toMatchObject({ by: holder.name, name: 'feed', kind: 'late' });
       expect(late.detail).toMatch(
         /has not started \d+ ms after it was due: the store cannot be reached \(.*ECONNREFUSED/,
@@ -332,10 +318,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
       // fleet's from then on, and the fleet's good slots close it, wherever they run.
       expect((await holder.app.registry.fleetStatus('feed')).incidents).toMatchObject([{ kind: 'late' }]);
       outage.down = false;
-      const [recovered] = await until(
-        () => (seen('recovered').length > 0 ? seen('recovered') : undefined),
-        20_000,
-      );
+      const [recovered] = await firstSeen('recovered');
       expect(recovered).toMatchObject({ kind: 'late', since: late.since });
       for (const { app } of replicas) {
         await until(async () =>

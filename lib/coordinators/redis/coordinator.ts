@@ -29,6 +29,7 @@ import {
   integerReply,
   LEASE_MS,
   operationOf,
+  byUtf8,
   incidentOf,
   RECORD_VERSION,
   triggerAnswerOf,
@@ -733,7 +734,7 @@ export class RedisCoordinator implements PeriodicCoordinator {
         incidents.push(incidentOf(String(reply[i]), kind as PeriodicIncidentKind, json));
       }
     }
-    return incidents.sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
+    return incidents.sort((a, b) => byUtf8(a.name, b.name));
   }
 
   async readPause(name: string): Promise<PeriodicOperation | null> {
