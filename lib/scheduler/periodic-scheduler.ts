@@ -1178,6 +1178,9 @@ export class PeriodicScheduler {
    * its start; one that started in the millisecond an incident opened started after what opened it.
    */
   #slotEnded(ok: boolean, run: Run): void {
+    // A job of this process alone that has only run well has nothing to count: its incidents are made with its
+    // first failure (or hung or late run), so that a healthy job costs none.
+    if (ok && this.#madeIncidents === undefined && this.#fleet === undefined) return;
     this.#incidents!.slotEnded(ok, slotOf(run) ?? run.startedWall + 0.5);
   }
 
