@@ -371,7 +371,7 @@ export class PeriodicSchedules {
       () => [...this.#jobs.keys()],
     );
     this.#feed = feed;
-    replica.onStoredCount = (count) => feed.heard(count);
+    replica.onStoredCount = (count, sent) => feed.heard(count, sent);
     replica.stay();
     void feed.start();
   }

@@ -199,8 +199,11 @@ export class Replica {
   onStoreReset: ((lost: string[]) => void) | undefined;
   /** The handlers of stored schedules this replica can run, for its member record; undefined when it runs none. */
   handlers: string[] | undefined;
-  /** Told the store's count of changes to its stored schedules, with each heartbeat's answer that has it. */
-  onStoredCount: ((count: number) => void) | undefined;
+  /**
+   * Told the store's count of changes to its stored schedules, with each heartbeat's answer that has it, and when
+   * that heartbeat was sent (on the `now()` timeline).
+   */
+  onStoredCount: ((count: number, sent: number) => void) | undefined;
   /** Whether the replica stays in the fleet without a lease (`stay()`). */
   private staying = false;
   /** @internal Called after each heartbeat the store answered (the fleet's incidents are read again then). */
@@ -445,7 +448,7 @@ export class Replica {
       for (const lease of this.leases.values()) lease.holder.fleetPaused(paused.has(lease.name), sent);
     }
     for (const request of reply.triggers ?? []) this.leases.get(request.name)?.holder.carry(request);
-    if (reply.schedules !== undefined) this.onStoredCount?.(reply.schedules);
+    if (reply.schedules !== undefined) this.onStoredCount?.(reply.schedules, sent);
     this.afterHeartbeat?.();
     this.members = reply.members;
     this.spreadJobs();

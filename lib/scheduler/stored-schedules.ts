@@ -277,14 +277,20 @@ const FEED_PAGE = 1000;
  * the last it applied, whenever the store says there are some (the count of changes a heartbeat reads, or a
  * notification of the store) or the replica changed some itself. One read at a time; a read that fails is
  * reported by the calls and tried again at the next heartbeat. A store that counts fewer changes than were
- * applied lost its data: everything is read again, and what is no longer there is removed.
+ * applied, in a heartbeat sent after it answered the read of them, lost its data: everything is read again from the first
+ * change, and what is no longer there is removed. (A heartbeat sent before may count as the store did before a
+ * write the feed has read since: PostgreSQL answers a statement as the store was when it began.)
  */
 export class StoredFeed {
   /** The count of changes applied. */
   #applied = 0;
+  /** When the store answered the read of the changes applied last, on the `now()` timeline. */
+  #readAt = 0;
   #reading: Promise<void> | undefined;
   #again = false;
-  /** Read everything again: the names read, to remove the others once it is done. */
+  /** The store lost its data: the next read begins again from the first change. */
+  #lost = false;
+  /** Reading everything again: the names read, to remove the others once it is done. */
   #rereading: Set<string> | undefined;
   #unwatch: (() => void) | undefined;
   #stopped = false;
@@ -311,13 +317,11 @@ export class StoredFeed {
     this.#quiet.cancel();
   }
 
-  /** The store's count of changes, as a heartbeat read it. */
-  heard(count: number): void {
-    if (count < this.#applied) {
-      this.#applied = 0;
-      this.#rereading = new Set();
-    }
-    if (count > this.#applied || this.#rereading !== undefined) void this.read();
+  /** The store's count of changes, as a heartbeat sent at `sent` (on the `now()` timeline) read it. */
+  heard(count: number, sent: number): void {
+    // Fewer than applied: lost, unless the heartbeat went out before the store answered the read of those applied.
+    if (count < this.#applied && sent > this.#readAt) this.#lost = true;
+    if (count > this.#applied || this.#lost || this.#rereading !== undefined) void this.read();
     else this.#quiet.armAt(now() + this.calls.timing.heartbeatMs * 2);
   }
 
@@ -342,9 +346,16 @@ export class StoredFeed {
     this.#quiet.armAt(now() + this.calls.timing.heartbeatMs * 2);
     try {
       for (;;) {
-        const changes = await this.calls.readStoredChanges(this.#applied, FEED_PAGE);
-        if (this.#stopped) return;
+        if (this.#lost) {
+          this.#lost = false;
+          this.#applied = 0;
+          this.#rereading = new Set();
+        }
+        // A loss heard while this page is read is read again after it, from the first change.
         const rereading = this.#rereading;
+        const changes = await this.calls.readStoredChanges(this.#applied, FEED_PAGE);
+        const answered = now();
+        if (this.#stopped) return;
         for (const record of changes.records) rereading?.add(record.name);
         let gone: string[] = [];
         if (changes.complete && rereading !== undefined) {
@@ -353,7 +364,8 @@ export class StoredFeed {
         }
         await this.apply(changes, gone);
         this.#applied = changes.change;
-        if (changes.complete) return;
+        this.#readAt = answered;
+        if (changes.complete && !this.#lost) return;
       }
     } catch {
       // Reported by the calls; the next heartbeat, or the feed's own timer, reads again.

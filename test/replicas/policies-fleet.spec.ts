@@ -120,16 +120,28 @@ describe.each(stores)('schedule policies on %s', (_, makeStore, describeStore) =
       const ran: Ran[] = [];
       // The decorated job never comes: only the stored schedule runs.
       const options = { every: 3_600_000 };
-      const first = await replica('a', options, ran);
+      const apps = new Map([
+        ['a', await replica('a', options, ran)],
+        ['b', await replica('b', options, ran)],
+      ]);
       const at = new Date(Date.now() + 1000);
-      await first.registry.schedules.upsert({ name: 'once', handler: 'stored', at: at.toISOString() });
+      await apps
+        .get('a')!
+        .registry.schedules.upsert({ name: 'once', handler: 'stored', at: at.toISOString() });
       await until(() => (ran.length >= 1 ? true : undefined), 20_000);
-      await first.close();
-      // A replica that comes after takes the lease, and finds the slot run: it completes without running it.
-      const next = await replica('b', options, ran);
-      const holds = () => next.registry.has('once') && next.registry.status('once').lease?.held;
+      // Whoever holds it now goes; the other takes the lease, and finds the slot run.
+      const holder = await until(
+        () =>
+          [...apps].find(
+            ([, app]) => app.registry.has('once') && app.registry.status('once').lease?.held,
+          )?.[0],
+      );
+      await apps.get(holder)!.close();
+      apps.delete(holder);
+      const [[, other]] = [...apps];
+      const holds = () => other.registry.has('once') && other.registry.status('once').lease?.held;
       await until(() => (holds() ? true : undefined), 20_000);
-      await until(() => (next.registry.status('once').state === 'completed' ? true : undefined));
+      await until(() => (other.registry.status('once').state === 'completed' ? true : undefined));
       await sleep(1000);
       expect(ran).toEqual([{ replica: expect.any(String), slot: at.getTime() }]);
     }, 40_000);
