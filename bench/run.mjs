@@ -20,13 +20,17 @@ const option = (name, fallback) => {
 const reps = Number(option('reps', 3));
 const only = option(
   'only',
-  'timing,scale,idle,cron,bootstrap,shutdown,manualTicks,status,observed,dashboard',
+  'timing,longWait,scale,idle,cron,bootstrap,shutdown,manualTicks,status,observed,dashboard',
 ).split(',');
 const peers = option('peers', undefined)?.split(',');
 
 const NEST = ['nestjs-periodic', '@nestjs/schedule'];
 const tasks = [
   ...PEERS.flatMap((peer) => [false, true].map((load) => ({ scenario: 'timing', peer, load }))),
+  ...['nestjs-periodic', '@nestjs/schedule', 'setTimeout loop'].map((peer) => ({
+    scenario: 'longWait',
+    peer,
+  })),
   ...[
     PEERS[0],
     'nestjs-periodic, history: false',

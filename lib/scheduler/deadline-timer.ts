@@ -16,6 +16,22 @@ export function now(): number {
   return globalThis.performance.now();
 }
 
+/** The wall clock's lead over the `now()` timeline, as `wallLead()` keeps it. */
+let lead = -Infinity;
+
+/**
+ * The wall clock's lead over the `now()` timeline (ms), to turn a wall-clock instant into a deadline. `Date.now()`
+ * counts whole milliseconds, so a reading falls short by up to one: the largest is kept while the readings agree
+ * within a millisecond (a lower one means the wall clock was set back, or slowed). The cron jobs aimed at one
+ * instant then share one deadline, and the shared timer starts them in one turn, not in several a millisecond or
+ * more apart. Under fake timers, whose wall clock a test sets, each reading is taken as it is.
+ */
+export function wallLead(): number {
+  const read = Date.now() - now();
+  if (read > lead || read < lead - 1 || underFakeTimers()) lead = read;
+  return lead;
+}
+
 /** Whether a test's fake timers have replaced `setTimeout` (Jest's, Vitest's, @sinonjs/fake-timers'). */
 export function underFakeTimers(): boolean {
   return globalThis.setTimeout !== nodeSetTimeout;
@@ -184,6 +200,20 @@ function delayUntil(deadline: number): number {
 }
 
 /**
+ * The delay to give the shared Node timer for `deadline`: as {@link delayUntil}, but a long wait is cut short by
+ * 0.1% and a millisecond. Linux ends the sleep of a process up to 0.1% of it late (its timer slack: 1 ms of a
+ * second), so a cron job's second would start 2 ms late; the timer that fires early is armed again for the rest,
+ * whose slack is some microseconds.
+ */
+function sleepUntil(deadline: number): number {
+  const wait = deadline - now();
+  return wait > SLACK_FROM ? delayUntil(deadline - wait / 1000 - 1) : delayUntil(deadline);
+}
+
+/** Waits longer than this (ms) are cut short by the kernel's timer slack (`sleepUntil`). */
+const SLACK_FROM = 50;
+
+/**
  * The deadline timers armed with the same wait (in whole milliseconds), in deadline order: a timer armed again
  * after the same wait goes at the end, as in Node's own list per duration.
  */
@@ -287,7 +317,7 @@ class SharedTimer {
     const first = this.heap[0]?.first;
     if (first === undefined) return;
     this.aim = first.deadline;
-    this.handle = detached.runInAsyncScope(nodeSetTimeout, null, this.fire, delayUntil(first.deadline));
+    this.handle = detached.runInAsyncScope(nodeSetTimeout, null, this.fire, sleepUntil(first.deadline));
   }
 
   private readonly fire = (): void => {

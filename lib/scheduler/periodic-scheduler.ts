@@ -26,6 +26,7 @@ import {
   underFakeTimers,
   unwatchSystemTime,
   watchSystemTime,
+  wallLead,
 } from './deadline-timer.js';
 import {
   describeValue,
@@ -1253,7 +1254,7 @@ export class PeriodicScheduler {
     this.#slot = slot;
     // A slot that has passed (the fleet's, taken over): its tick comes at once, late on purpose.
     this.#aimedPast = slot < wallNow;
-    let deadline = now() + (slot - wallNow);
+    let deadline = slot - wallLead();
     this.#fleet?.armed(slot, deadline);
     if (this.#calendar !== undefined) {
       if (underFakeTimers()) watchSystemTime(this);
