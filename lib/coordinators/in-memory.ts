@@ -278,9 +278,9 @@ export class InMemoryCoordinator implements PeriodicCoordinator {
         (record) =>
           (handler === undefined || record.handler === handler) &&
           record.name.startsWith(prefix) &&
-          (after === undefined || record.name > after),
+          (after === undefined || byUtf8(record.name, after) > 0),
       )
-      .sort((a, b) => (a.name < b.name ? -1 : 1))
+      .sort((a, b) => byUtf8(a.name, b.name))
       .slice(0, limit)
       .map((record) => ({ ...record }));
   }

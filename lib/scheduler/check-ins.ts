@@ -52,36 +52,37 @@ function urlProblem(value: unknown): string | undefined {
 
 const isCheckInUrl = (value: unknown) => typeof value === 'string' && urlProblem(value) === undefined;
 
+/**
+ * Whether `value` is a check-in's one option: `{ url }` (an address; or, with `urlFunction`, a function of the
+ * job) or `{ send }`.
+ */
+function isCheckIn(value: unknown, urlFunction: boolean): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { url, send } = value as { url?: unknown; send?: unknown };
+  return (
+    Object.keys(value).length === 1 &&
+    (isCheckInUrl(url) || (urlFunction && typeof url === 'function') || typeof send === 'function')
+  );
+}
+
+const checkInProblem = (value: unknown) => urlProblem((value as { url?: unknown } | undefined)?.url);
+
 /** The rule of a job's `checkIn`. */
 export const CHECK_IN_RULE = {
-  accepts: (value) =>
-    value === false ||
-    (typeof value === 'object' &&
-      value !== null &&
-      !Array.isArray(value) &&
-      Object.keys(value).length === 1 &&
-      (isCheckInUrl((value as { url?: unknown }).url) ||
-        typeof (value as { send?: unknown }).send === 'function')),
+  accepts: (value) => value === false || isCheckIn(value, false),
   expected:
     "{ url: 'https://monitor.example/ping/<id>' } (an http(s) URL without a query), { send: (event) => … }, or " +
     "false (none, whatever the module's checkIns)",
-  problem: (value) => urlProblem((value as { url?: unknown } | undefined)?.url),
+  problem: checkInProblem,
 } satisfies OptionRule;
 
 /** The rule of the module's `checkIns`. */
 export const CHECK_INS_RULE = {
-  accepts: (value) =>
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    Object.keys(value).length === 1 &&
-    (isCheckInUrl((value as { url?: unknown }).url) ||
-      typeof (value as { url?: unknown }).url === 'function' ||
-      typeof (value as { send?: unknown }).send === 'function'),
+  accepts: (value) => isCheckIn(value, true),
   expected:
     '{ url: (job) => `https://monitor.example/ping/${job.name}` } (or one URL for every job), or ' +
     '{ send: (event) => … }',
-  problem: (value) => urlProblem((value as { url?: unknown } | undefined)?.url),
+  problem: checkInProblem,
 } satisfies OptionRule;
 
 /**

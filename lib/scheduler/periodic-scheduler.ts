@@ -615,7 +615,7 @@ export class PeriodicScheduler {
     const maxRuns = this.#policy?.maxRuns ?? Infinity;
     if (maxRuns === Infinity || this.#askingRuns) return;
     this.#askingRuns = true;
-    fleet.lease.replica.calls.coordinator
+    fleet.lease.replica.calls
       .readSchedule(this.name)
       .then(
         (stored) => {

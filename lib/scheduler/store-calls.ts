@@ -2,6 +2,7 @@
 import type {
   PeriodicCoordinator,
   PeriodicFleetRead,
+  PeriodicFleetSchedule,
   PeriodicHeartbeat,
   PeriodicHeartbeatReply,
   PeriodicIncidentKind,
@@ -232,6 +233,18 @@ export class StoreCalls {
         Array.isArray(reply) && reply.every((entry) => RUN.accepts(entry))
           ? undefined
           : `readHistory() answered ${describeValue(reply)}, not ${RUN.expected}`,
+    );
+  }
+
+  /** A job's schedule as the fleet keeps it, read within `leaseMs / 3`. */
+  readSchedule(name: string): Promise<PeriodicFleetSchedule | null> {
+    return this.bounded(
+      `reading the schedule of "${name}"`,
+      () => this.coordinator.readSchedule(name),
+      (reply) =>
+        SCHEDULE.accepts(reply)
+          ? undefined
+          : `readSchedule() answered ${describeValue(reply)}, not ${SCHEDULE.expected}`,
     );
   }
 

@@ -1182,6 +1182,16 @@ function storedContract(subject: ContractSubject, job: () => string): [string, (
         // A prefix is text, not a pattern: the characters of patterns match themselves only.
         assert.deepEqual(await store.listStored({ prefix: `${prefix}%`, limit: 10 }), []);
         assert.deepEqual(await store.listStored({ prefix: `${prefix}*`, limit: 10 }), []);
+        // Names are in the order of their UTF-8 bytes, where a character above U+FFFF comes after U+FFFD (in
+        // UTF-16's order, it comes before).
+        const wide = [`${prefix}~\uFFFD`, `${prefix}~\u{1F600}`];
+        await store.writeStored(
+          wide.map((name) => ({ name, handler: 'report', definition: definition(1000) })),
+          by(null),
+          10,
+        );
+        assert.deepEqual(names(await store.listStored({ prefix: `${prefix}~`, limit: 10 })), wide);
+        assert.deepEqual(names(await store.listStored({ prefix, after: wide[0], limit: 10 })), [wide[1]]);
       },
     ],
     [
