@@ -40,13 +40,21 @@ import type { ModuleSettings } from './options.js';
 
 /** A `@PeriodicHandler()` method, found at bootstrap: what runs the stored schedules that name it. */
 export class HandlerPlace {
+  /**
+   * The method the instance inherits, shared by the jobs of the handler's schedules (a run calls one that a
+   * test's spy puts on the instance instead, as `SchedulerContext.method` says).
+   */
+  readonly run: (context: PeriodicContext) => unknown;
+
   constructor(
     readonly handler: string,
     readonly provider: { readonly className: string; readonly module: string; readonly instance: object },
     readonly key: string | symbol,
     /** The objects a run of it hangs on, drained before any of them is destroyed. */
     readonly ties: Set<object>,
-  ) {}
+  ) {
+    this.run = (provider.instance as Record<string | symbol, HandlerPlace['run']>)[key]!;
+  }
 
   /** The instance the method is called on. */
   get target(): object {
@@ -92,6 +100,9 @@ function sameRun(a: PeriodicStoredRecord, b: PeriodicStoredRecord): boolean {
     JSON.stringify(readDefinition(a).options) === JSON.stringify(readDefinition(b).options)
   );
 }
+
+/** The job of a stored schedule whose handler this replica lacks: it never runs here (it takes no lease). */
+const noHandler = () => undefined;
 
 /** The most schedules one `list()` reads. */
 const LIST_MAX = 1000;
@@ -457,17 +468,15 @@ export class PeriodicSchedules {
     const { schedule, options } = readDefinition(record);
     const place = this.#handlers.get(record.handler);
     const where = `stored schedule ${JSON.stringify(record.name)} (handler ${JSON.stringify(record.handler)})`;
-    const run =
-      place === undefined
-        ? () => undefined
-        : (context: PeriodicContext) =>
-            (place.target as Record<string | symbol, (context: PeriodicContext) => unknown>)[place.key]!(
-              context,
-            );
     let scheduler: PeriodicScheduler;
     try {
       scheduler = this.host.schedulerOf(
-        { ...options, name: record.name, exclusive: true, run } as PeriodicSchedulerOptions,
+        {
+          ...options,
+          name: record.name,
+          exclusive: true,
+          run: place?.run ?? noHandler,
+        } as PeriodicSchedulerOptions,
         where,
         place,
       );
