@@ -64,6 +64,24 @@ export class OneSlot implements Slots {
 /** The calendars in use, by zone and pattern. */
 const calendars = new Map<string, Calendar>();
 
+/** The years of the first pattern parsed, which every pattern without a year field has alike. */
+let everyYear: unknown[] | undefined;
+
+/**
+ * Lets the parsed pattern of `cron` share its list of years with every other pattern: croner keeps one of 10,000
+ * years per pattern (80 kB), all of them allowed when the pattern has no year field, as none has here (the mode
+ * refuses a seventh field). Thousands of patterns (a stored schedule per tenant, at the hour it chose) would
+ * otherwise cost 80 kB each. A croner whose patterns are kept otherwise is left as it is.
+ */
+function shareYears(cron: Cron): void {
+  const parsed = (cron as unknown as { _states?: { pattern?: { starYear?: unknown; year?: unknown } } })
+    ._states?.pattern;
+  const years = parsed?.year;
+  if (parsed?.starYear !== true || !Array.isArray(years)) return;
+  everyYear ??= years;
+  if (years.length === everyYear.length) parsed.year = everyYear;
+}
+
 /** The longest cron pattern, in characters. */
 const CRON_MAX = 1000;
 
@@ -143,6 +161,7 @@ export class Calendar implements Slots {
           `'*/10 * * * * *', got ${describeValue(pattern)}: ${why}`,
       );
     }
+    shareYears(this.#cron);
     if (this.next(Date.now()) === null) {
       throw new PeriodicConfigError(
         `${where}: "cron" never matches: no instant fits ${describeValue(pattern)} (a day that no month has, ` +
