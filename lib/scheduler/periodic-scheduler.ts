@@ -212,6 +212,32 @@ export interface SchedulerContext {
   incidents?: IncidentSettings;
 }
 
+/** The bits of a scheduler's `#flags`. */
+const FLAGS = { completed: 1, ending: 2, seeking: 4, askingRuns: 8, aimedPast: 16, numbered: 32 } as const;
+
+/** What a scheduler holds only once it needs it: most jobs never do, and an idle job holds none of it. */
+class RareState {
+  /** Slots that started a run, while `maxRuns` counts them (a job that is not exclusive: the fleet counts the others). */
+  slotsRun = 0;
+  /** `catchUp: { runs: 'all' }`: the slots still to run one at a time, oldest first; undefined while none is. */
+  backlog: number[] | undefined = undefined;
+  /** A backfill under way (`backfill()`), here: on the holder for an exclusive job. */
+  backfill: Backfill | undefined = undefined;
+  /** When this replica last lost the job's lease (wall clock): a store down since then is one it held the lease at. */
+  leaseLostAt = 0;
+  /** Retries waiting for their delay (`retry`), each of the slot of a run that failed. */
+  retries: Set<PendingRetry> | undefined = undefined;
+  /**
+   * `delivery: 'atLeastOnce'`, the lease just taken: until the store has said whether the fleet's last slot is
+   * to run again, ticks wait before they claim theirs, so that the recovery comes first.
+   */
+  recovering: Promise<void> | undefined = undefined;
+  /** Added to the count of runs started to make a run's jobId: runs this replica's name recorded before. */
+  jobIdBase = 0;
+  /** Once `stop()` was called: what it resolves, and what resolves it when the last run has ended. */
+  stopping: Stopping | undefined = undefined;
+}
+
 /**
  * One scheduler runs one job: it ticks on a monotonic clock (or on a cron calendar's wall-clock slots),
  * evaluates the guard, applies the overlap policy, starts runs, stops them on timeout or shutdown, and reports
@@ -244,48 +270,123 @@ export class PeriodicScheduler {
   readonly #calendar: Slots | undefined;
   /** The job's schedule policies (`startAt`, `exclude`, `catchUp` …), when it has one. */
   readonly #policy: SlotPolicy | undefined;
-  /** `'completed'`: no slot is left to run (`endAt` passed, `maxRuns` reached, the slot of `at` ran). */
-  #completed = false;
-  /** No slot is left before `endAt`, which has not passed yet: the timer waits for it, and the job then completes. */
-  #ending = false;
-  /** Slots that started a run, while `maxRuns` counts them (a job that is not exclusive: the fleet counts the others). */
-  #slotsRun = 0;
-  /** `catchUp: { runs: 'all' }`: the slots still to run one at a time, oldest first; undefined while none is. */
-  #backlog: number[] | undefined;
-  /** A backfill under way (`backfill()`), here: on the holder for an exclusive job. */
-  #backfill: Backfill | undefined;
-  /** The next slot of the backfill is being sought. */
-  #seeking = false;
-  /** A replica without the lease reads whether the fleet ran `maxRuns` slots. */
-  #askingRuns = false;
   /** Where its runs' check-ins go, when the job or the module has some. */
   readonly #checkIns: CheckIns | undefined;
   /** When the job opens incidents (false: never), and its incidents, made when it first has to look for one. */
   readonly #incidentSettings: IncidentSettings;
   #madeIncidents: JobIncidents | undefined;
-  /** The timer was aimed at a slot that had passed: its tick is not late for the timer's sake. */
-  #aimedPast = false;
-  /** When this replica last lost the job's lease (wall clock): a store down since then is one it held the lease at. */
-  #leaseLostAt = 0;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
   #slot = 0;
   /** What ticks wait for, made when one first waits for its jitter, its guard or its claim: most jobs never do. */
   #pending: Pending | undefined;
-  /** Retries waiting for their delay (`retry`), each of the slot of a run that failed. */
-  #retries: Set<PendingRetry> | undefined;
-  /**
-   * `delivery: 'atLeastOnce'`, the lease just taken: until the store has said whether the fleet's last slot is
-   * to run again, ticks wait before they claim theirs, so that the recovery comes first.
-   */
-  #recovering: Promise<void> | undefined;
-  /** Whether the first jobId of this process was read from the fleet's history (exclusive jobs with one). */
-  #numbered = false;
-  /** Added to the count of runs started to make a run's jobId: runs this replica's name recorded before. */
-  #jobIdBase = 0;
   /** Exclusive jobs: this replica's part in the fleet's schedule, and the lease it must hold to start a run. */
   readonly #fleet: FleetSlots | undefined;
-  /** Once `stop()` was called: what it resolves, and what resolves it when the last run has ended. */
-  #stopping: Stopping | undefined;
+
+  /** The job's state that is true or false, bit by bit (`FLAGS`): one field of an idle job's, not six. */
+  #flags = 0;
+  /** What the job holds only once it needs it (`RareState`): an idle job holds none of it. */
+  #rare: RareState | undefined;
+
+  /** `'completed'`: no slot is left to run (`endAt` passed, `maxRuns` reached, the slot of `at` ran). */
+  get #completed(): boolean {
+    return (this.#flags & FLAGS.completed) !== 0;
+  }
+  set #completed(on: boolean) {
+    this.#flag(FLAGS.completed, on);
+  }
+  /** No slot is left before `endAt`, which has not passed yet: the timer waits for it, and the job then completes. */
+  get #ending(): boolean {
+    return (this.#flags & FLAGS.ending) !== 0;
+  }
+  set #ending(on: boolean) {
+    this.#flag(FLAGS.ending, on);
+  }
+  /** The next slot of the backfill is being sought. */
+  get #seeking(): boolean {
+    return (this.#flags & FLAGS.seeking) !== 0;
+  }
+  set #seeking(on: boolean) {
+    this.#flag(FLAGS.seeking, on);
+  }
+  /** A replica without the lease reads whether the fleet ran `maxRuns` slots. */
+  get #askingRuns(): boolean {
+    return (this.#flags & FLAGS.askingRuns) !== 0;
+  }
+  set #askingRuns(on: boolean) {
+    this.#flag(FLAGS.askingRuns, on);
+  }
+  /** The timer was aimed at a slot that had passed: its tick is not late for the timer's sake. */
+  get #aimedPast(): boolean {
+    return (this.#flags & FLAGS.aimedPast) !== 0;
+  }
+  set #aimedPast(on: boolean) {
+    this.#flag(FLAGS.aimedPast, on);
+  }
+  /** Whether the first jobId of this process was read from the fleet's history (exclusive jobs with one). */
+  get #numbered(): boolean {
+    return (this.#flags & FLAGS.numbered) !== 0;
+  }
+  set #numbered(on: boolean) {
+    this.#flag(FLAGS.numbered, on);
+  }
+
+  #flag(bit: number, on: boolean): void {
+    this.#flags = on ? this.#flags | bit : this.#flags & ~bit;
+  }
+
+  /** The job's rare state, made when first set to something. */
+  #more(): RareState {
+    return (this.#rare ??= new RareState());
+  }
+
+  get #slotsRun(): number {
+    return this.#rare?.slotsRun ?? 0;
+  }
+  set #slotsRun(count: number) {
+    this.#more().slotsRun = count;
+  }
+  get #backlog(): number[] | undefined {
+    return this.#rare?.backlog;
+  }
+  set #backlog(slots: number[] | undefined) {
+    if (slots !== undefined || this.#rare !== undefined) this.#more().backlog = slots;
+  }
+  get #backfill(): Backfill | undefined {
+    return this.#rare?.backfill;
+  }
+  set #backfill(backfill: Backfill | undefined) {
+    if (backfill !== undefined || this.#rare !== undefined) this.#more().backfill = backfill;
+  }
+  get #leaseLostAt(): number {
+    return this.#rare?.leaseLostAt ?? 0;
+  }
+  set #leaseLostAt(at: number) {
+    this.#more().leaseLostAt = at;
+  }
+  get #retries(): Set<PendingRetry> | undefined {
+    return this.#rare?.retries;
+  }
+  set #retries(retries: Set<PendingRetry> | undefined) {
+    if (retries !== undefined || this.#rare !== undefined) this.#more().retries = retries;
+  }
+  get #recovering(): Promise<void> | undefined {
+    return this.#rare?.recovering;
+  }
+  set #recovering(recovering: Promise<void> | undefined) {
+    if (recovering !== undefined || this.#rare !== undefined) this.#more().recovering = recovering;
+  }
+  get #jobIdBase(): number {
+    return this.#rare?.jobIdBase ?? 0;
+  }
+  set #jobIdBase(base: number) {
+    if (base !== 0 || this.#rare !== undefined) this.#more().jobIdBase = base;
+  }
+  get #stopping(): Stopping | undefined {
+    return this.#rare?.stopping;
+  }
+  set #stopping(stopping: Stopping | undefined) {
+    if (stopping !== undefined || this.#rare !== undefined) this.#more().stopping = stopping;
+  }
 
   // The job's tick timer: the scheduler is the shared timer's entry itself (see TimerEntry).
   /** @internal */ deadline = 0;
