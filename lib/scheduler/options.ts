@@ -102,17 +102,16 @@ export interface PeriodicSchedulerOptions extends Omit<PeriodicOptions, 'name' |
 }
 
 /** A job's options after validation, with every default filled in. */
+/** `T` without its `readonly`: the options as `resolveOptions` builds them. */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
 export interface ResolvedPeriodicOptions {
   readonly name: string;
   /** 0 for a cron job. */
   readonly every: number;
-  /** Cron jobs only, as `timezone` too (resolved to the process's zone when not given). */
-  readonly cron: string | undefined;
-  readonly timezone: string | undefined;
   readonly jitter: number;
   readonly initialDelay: number;
   readonly delayMode: DelayMode;
-  readonly when: (() => boolean | Promise<boolean>) | undefined;
   readonly onOverlap: OverlapPolicy;
   readonly timeout: number;
   readonly jobShutdown: JobShutdown;
@@ -120,16 +119,21 @@ export interface ResolvedPeriodicOptions {
   readonly exclusive: boolean;
   readonly retry: ResolvedRetry;
   readonly delivery: Delivery;
-  readonly checkIn: PeriodicCheckIn | false | undefined;
-  readonly catchUp: PeriodicCatchUp | undefined;
-  readonly startAt: PeriodicInstant | undefined;
-  readonly endAt: PeriodicInstant | undefined;
-  readonly maxRuns: number | undefined;
-  readonly at: PeriodicInstant | undefined;
-  readonly exclude: PeriodicExclude | undefined;
-  readonly pauseAfterFailures: number | undefined;
-  /** @internal The policies above, as the scheduler asks them; undefined when the job has none. */
-  readonly policy: SlotPolicy | undefined;
+  // The options below are left out when not given (an idle job of a thousand is smaller without them).
+  /** Cron jobs only, as `timezone` too (resolved to the process's zone when not given). */
+  readonly cron?: string;
+  readonly timezone?: string;
+  readonly when?: () => boolean | Promise<boolean>;
+  readonly checkIn?: PeriodicCheckIn | false;
+  readonly catchUp?: PeriodicCatchUp;
+  readonly startAt?: PeriodicInstant;
+  readonly endAt?: PeriodicInstant;
+  readonly maxRuns?: number;
+  readonly at?: PeriodicInstant;
+  readonly exclude?: PeriodicExclude;
+  readonly pauseAfterFailures?: number;
+  /** @internal The policies above, as the scheduler asks them; left out when the job has none. */
+  readonly policy?: SlotPolicy;
 }
 
 /**
@@ -538,15 +542,12 @@ export function resolveOptions(
     calendar?.release();
     throw error;
   }
-  const options: ResolvedPeriodicOptions = {
+  const options: Writable<ResolvedPeriodicOptions> = {
     name: given.name!,
     every: every ?? 0,
-    cron,
-    timezone,
     jitter,
     initialDelay: given.initialDelay ?? every ?? 0,
     delayMode: given.delayMode ?? 'regular',
-    when: given.when,
     onOverlap: given.onOverlap ?? 'run',
     timeout: given.timeout ?? Infinity,
     jobShutdown: given.jobShutdown ?? 5000,
@@ -554,16 +555,25 @@ export function resolveOptions(
     exclusive: given.exclusive ?? false,
     retry,
     delivery: given.delivery ?? 'atMostOnce',
-    checkIn: given.checkIn,
-    catchUp: given.catchUp,
-    startAt: given.startAt,
-    endAt: given.endAt,
-    maxRuns: given.maxRuns,
+  };
+  const { when, checkIn, catchUp, startAt, endAt, maxRuns, exclude, pauseAfterFailures } = given;
+  const optional = {
+    cron,
+    timezone,
+    when,
+    checkIn,
+    catchUp,
+    startAt,
+    endAt,
+    maxRuns,
     at,
-    exclude: given.exclude,
-    pauseAfterFailures: given.pauseAfterFailures,
+    exclude,
+    pauseAfterFailures,
     policy,
   };
+  for (const key of Object.keys(optional) as (keyof typeof optional)[]) {
+    if (optional[key] !== undefined) (options as Record<string, unknown>)[key] = optional[key];
+  }
   if (options.delivery === 'atLeastOnce' && !options.exclusive) {
     calendar?.release();
     throw new PeriodicConfigError(
