@@ -277,9 +277,9 @@ const FEED_PAGE = 1000;
  * the last it applied, whenever the store says there are some (the count of changes a heartbeat reads, or a
  * notification of the store) or the replica changed some itself. One read at a time; a read that fails is
  * reported by the calls and tried again at the next heartbeat. A store that counts fewer changes than were
- * applied, in a heartbeat sent after it answered the read of them, lost its data: everything is read again from the first
- * change, and what is no longer there is removed. (A heartbeat sent before may count as the store did before a
- * write the feed has read since: PostgreSQL answers a statement as the store was when it began.)
+ * applied, in a heartbeat sent after it answered the read of them, lost its data: everything is read again from
+ * the first change, and what is no longer there is removed. (A heartbeat sent before may count as the store did
+ * before a write the feed has read since: PostgreSQL answers a statement as the store was when it began.)
  */
 export class StoredFeed {
   /** The count of changes applied. */
