@@ -207,7 +207,7 @@ function delayUntil(deadline: number): number {
  */
 function sleepUntil(deadline: number): number {
   const wait = deadline - now();
-  return wait > SLACK_FROM ? delayUntil(deadline - wait / 1000 - 1) : delayUntil(deadline);
+  return delayUntil(wait > SLACK_FROM ? deadline - wait / 1000 - 1 : deadline);
 }
 
 /** Waits longer than this (ms) are cut short by the kernel's timer slack (`sleepUntil`). */

@@ -101,10 +101,10 @@ export interface PeriodicSchedulerOptions extends Omit<PeriodicOptions, 'name' |
   coordinator?: PeriodicCoordinator;
 }
 
-/** A job's options after validation, with every default filled in. */
 /** `T` without its `readonly`: the options as `resolveOptions` builds them. */
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
+/** A job's options after validation, with every default filled in. */
 export interface ResolvedPeriodicOptions {
   readonly name: string;
   /** 0 for a cron job. */

@@ -238,6 +238,9 @@ class RareState {
   stopping: Stopping | undefined = undefined;
 }
 
+/** The rare state of a job that holds none: its defaults. */
+const NO_RARE_STATE: Readonly<RareState> = Object.freeze(new RareState());
+
 /**
  * One scheduler runs one job: it ticks on a monotonic clock (or on a cron calendar's wall-clock slots),
  * evaluates the guard, applies the overlap policy, starts runs, stops them on timeout or shutdown, and reports
@@ -289,103 +292,112 @@ export class PeriodicScheduler {
 
   /** `'completed'`: no slot is left to run (`endAt` passed, `maxRuns` reached, the slot of `at` ran). */
   get #completed(): boolean {
-    return (this.#flags & FLAGS.completed) !== 0;
+    return this.#is(FLAGS.completed);
   }
   set #completed(on: boolean) {
     this.#flag(FLAGS.completed, on);
   }
   /** No slot is left before `endAt`, which has not passed yet: the timer waits for it, and the job then completes. */
   get #ending(): boolean {
-    return (this.#flags & FLAGS.ending) !== 0;
+    return this.#is(FLAGS.ending);
   }
   set #ending(on: boolean) {
     this.#flag(FLAGS.ending, on);
   }
   /** The next slot of the backfill is being sought. */
   get #seeking(): boolean {
-    return (this.#flags & FLAGS.seeking) !== 0;
+    return this.#is(FLAGS.seeking);
   }
   set #seeking(on: boolean) {
     this.#flag(FLAGS.seeking, on);
   }
   /** A replica without the lease reads whether the fleet ran `maxRuns` slots. */
   get #askingRuns(): boolean {
-    return (this.#flags & FLAGS.askingRuns) !== 0;
+    return this.#is(FLAGS.askingRuns);
   }
   set #askingRuns(on: boolean) {
     this.#flag(FLAGS.askingRuns, on);
   }
   /** The timer was aimed at a slot that had passed: its tick is not late for the timer's sake. */
   get #aimedPast(): boolean {
-    return (this.#flags & FLAGS.aimedPast) !== 0;
+    return this.#is(FLAGS.aimedPast);
   }
   set #aimedPast(on: boolean) {
     this.#flag(FLAGS.aimedPast, on);
   }
   /** Whether the first jobId of this process was read from the fleet's history (exclusive jobs with one). */
   get #numbered(): boolean {
-    return (this.#flags & FLAGS.numbered) !== 0;
+    return this.#is(FLAGS.numbered);
   }
   set #numbered(on: boolean) {
     this.#flag(FLAGS.numbered, on);
+  }
+
+  /** Whether `bit` of `#flags` is set. */
+  #is(bit: number): boolean {
+    return (this.#flags & bit) !== 0;
   }
 
   #flag(bit: number, on: boolean): void {
     this.#flags = on ? this.#flags | bit : this.#flags & ~bit;
   }
 
-  /** The job's rare state, made when first set to something. */
-  #more(): RareState {
-    return (this.#rare ??= new RareState());
+  /** Sets `key` of the rare state; its default sets nothing where the job holds no rare state. */
+  #keep<K extends keyof RareState>(key: K, value: RareState[K]): void {
+    if (this.#rare === undefined) {
+      if (value === NO_RARE_STATE[key]) return;
+      this.#rare = new RareState();
+    }
+    this.#rare[key] = value;
   }
 
   get #slotsRun(): number {
-    return this.#rare?.slotsRun ?? 0;
+    return (this.#rare ?? NO_RARE_STATE).slotsRun;
   }
   set #slotsRun(count: number) {
-    this.#more().slotsRun = count;
+    this.#keep('slotsRun', count);
   }
   get #backlog(): number[] | undefined {
-    return this.#rare?.backlog;
+    return (this.#rare ?? NO_RARE_STATE).backlog;
   }
   set #backlog(slots: number[] | undefined) {
-    if (slots !== undefined || this.#rare !== undefined) this.#more().backlog = slots;
+    this.#keep('backlog', slots);
   }
   get #backfill(): Backfill | undefined {
-    return this.#rare?.backfill;
+    return (this.#rare ?? NO_RARE_STATE).backfill;
   }
   set #backfill(backfill: Backfill | undefined) {
-    if (backfill !== undefined || this.#rare !== undefined) this.#more().backfill = backfill;
+    this.#keep('backfill', backfill);
   }
   get #leaseLostAt(): number {
-    return this.#rare?.leaseLostAt ?? 0;
+    return (this.#rare ?? NO_RARE_STATE).leaseLostAt;
   }
   set #leaseLostAt(at: number) {
-    this.#more().leaseLostAt = at;
+    this.#keep('leaseLostAt', at);
   }
   get #retries(): Set<PendingRetry> | undefined {
-    return this.#rare?.retries;
+    return (this.#rare ?? NO_RARE_STATE).retries;
   }
   set #retries(retries: Set<PendingRetry> | undefined) {
-    if (retries !== undefined || this.#rare !== undefined) this.#more().retries = retries;
+    this.#keep('retries', retries);
   }
   get #recovering(): Promise<void> | undefined {
-    return this.#rare?.recovering;
+    return (this.#rare ?? NO_RARE_STATE).recovering;
   }
   set #recovering(recovering: Promise<void> | undefined) {
-    if (recovering !== undefined || this.#rare !== undefined) this.#more().recovering = recovering;
+    this.#keep('recovering', recovering);
   }
   get #jobIdBase(): number {
-    return this.#rare?.jobIdBase ?? 0;
+    return (this.#rare ?? NO_RARE_STATE).jobIdBase;
   }
   set #jobIdBase(base: number) {
-    if (base !== 0 || this.#rare !== undefined) this.#more().jobIdBase = base;
+    this.#keep('jobIdBase', base);
   }
   get #stopping(): Stopping | undefined {
-    return this.#rare?.stopping;
+    return (this.#rare ?? NO_RARE_STATE).stopping;
   }
   set #stopping(stopping: Stopping | undefined) {
-    if (stopping !== undefined || this.#rare !== undefined) this.#more().stopping = stopping;
+    this.#keep('stopping', stopping);
   }
 
   // The job's tick timer: the scheduler is the shared timer's entry itself (see TimerEntry).
