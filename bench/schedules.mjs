@@ -74,18 +74,19 @@ function storeOf(kind, suffix = `${process.pid}_${Date.now().toString(36)}`) {
   };
 }
 
-/** An application with the handler `tenant-report` on `coordinator`; `handler: false` has none. */
+/**
+ * An application with the handler `tenant-report` on `coordinator`; `handler: false` has another instead, so that
+ * it reads the stored schedules and holds none of them.
+ */
 async function application(coordinator, replica, handler = true) {
   class Reports {
     send() {}
   }
-  if (handler) {
-    PeriodicHandler('tenant-report')(
-      Reports.prototype,
-      'send',
-      Object.getOwnPropertyDescriptor(Reports.prototype, 'send'),
-    );
-  }
+  PeriodicHandler(handler ? 'tenant-report' : 'invoice-reminder')(
+    Reports.prototype,
+    'send',
+    Object.getOwnPropertyDescriptor(Reports.prototype, 'send'),
+  );
   Injectable()(Reports);
   class AppModule {}
   Module({
@@ -106,7 +107,11 @@ if (process.argv.includes('--reader')) {
   const store = storeOf(process.argv[at + 1], process.argv[at + 2]);
   const before = heap();
   const began = performance.now();
-  const reader = await application(store.coordinator(), 'reader');
+  const reader = await application(
+    store.coordinator(),
+    'reader',
+    !process.argv.includes('--without-handler'),
+  );
   const registry = reader.get(PeriodicRegistry);
   while (registry.getAll().length < COUNT) await sleep(100);
   const ms = Math.round(performance.now() - began);
@@ -142,15 +147,31 @@ for (const kind of ['redis', 'postgres']) {
     };
     await writer.close();
 
-    // A replica that boots with them, alone: it holds every one.
-    const reader = spawnSync(
-      process.execPath,
-      ['--expose-gc', import.meta.filename, '--reader', kind, store.suffix, '--count', String(COUNT)],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const booted = JSON.parse(reader.stdout.trim().split('\n').at(-1));
+    // A replica that boots with them, alone: it holds every one. Then one that lacks their handler: it holds none.
+    const boot = (...more) => {
+      const reader = spawnSync(
+        process.execPath,
+        [
+          '--expose-gc',
+          import.meta.filename,
+          '--reader',
+          kind,
+          store.suffix,
+          '--count',
+          String(COUNT),
+          ...more,
+        ],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      return JSON.parse(reader.stdout.trim().split('\n').at(-1));
+    };
+    const booted = boot();
     figures.boot = { ms: booted.ms };
     figures.heapPerSchedule = { bytes: booted.bytes, note: 'every schedule held by the one replica' };
+    figures.heapPerScheduleNotHeld = {
+      bytes: boot('--without-handler').bytes,
+      note: 'a replica that lacks their handler, and holds none',
+    };
   } catch (error) {
     figures.error = String(error?.stack ?? error);
   } finally {

@@ -81,24 +81,31 @@ export interface StoredJobsHost {
   readonly closing: boolean;
 }
 
-/** A stored schedule as this replica has it. */
+/**
+ * A stored schedule as this replica has it: its job, and what it applied of the store's record (its definition
+ * aside: the job holds its options and data).
+ */
 interface StoredJob {
   scheduler: PeriodicScheduler;
-  record: PeriodicStoredRecord;
-  /** Why this replica cannot run it (it has no such handler); undefined when it can. */
-  cannot: string | undefined;
+  handler: string;
+  version: number;
+  /** The store's count of changes when the schedule last changed: an older record of it is not applied. */
+  change: number;
+  updatedAt: number;
+  updatedBy: string | null;
+  /** Its options as JSON text: a record with other options makes a new job, one with other data only does not. */
+  options: string;
+  /** Whether this replica can run it (it has the handler). */
+  runs: boolean;
   /** Its runs ending before a change (or its removal) takes effect. */
   settling: Promise<void> | undefined;
   /** The latest change that came meanwhile, applied once it has settled (null: removed). */
   next: PeriodicStoredRecord | null;
 }
 
-/** Whether two records of a schedule run the same way, data aside: same handler, same options. */
-function sameRun(a: PeriodicStoredRecord, b: PeriodicStoredRecord): boolean {
-  return (
-    a.handler === b.handler &&
-    JSON.stringify(readDefinition(a).options) === JSON.stringify(readDefinition(b).options)
-  );
+/** A stored schedule's options as JSON text, which tells a change of its timing from one of its data only. */
+function optionsText(read: { options: Record<string, unknown> }): string {
+  return JSON.stringify(read.options);
 }
 
 /** The job of a stored schedule whose handler this replica lacks: it never runs here (it takes no lease). */
@@ -119,6 +126,8 @@ export class PeriodicSchedules {
   readonly #handlers = new Map<string, HandlerPlace>();
   readonly #jobs = new Map<string, StoredJob>();
   #feed: StoredFeed | undefined;
+  /** The handlers of stored schedules that this replica lacks, each name once. */
+  readonly #otherHandlers = new Map<string, string>();
   /** The handlers this replica lacks that it has said so of, once each. */
   readonly #told = new Set<string>();
   readonly #logger = new Logger(LOGGER_CONTEXT);
@@ -329,7 +338,7 @@ export class PeriodicSchedules {
     if (tied.size === 0) return [];
     const jobs: PeriodicScheduler[] = [];
     for (const job of this.#jobs.values()) {
-      if (job.cannot === undefined && tied.has(job.record.handler)) jobs.push(job.scheduler);
+      if (job.runs && tied.has(job.handler)) jobs.push(job.scheduler);
     }
     return jobs;
   }
@@ -341,16 +350,16 @@ export class PeriodicSchedules {
 
   /** @internal The handler of stored schedule `name`; undefined for other jobs. */
   handlerOf(name: string): string | undefined {
-    return this.#jobs.get(name)?.record.handler;
+    return this.#jobs.get(name)?.handler;
   }
 
   /** @internal A stored schedule's handler and version, as this replica last applied it; undefined for other jobs. */
   storedOf(
     name: string,
   ): { handler: string; version: number; updatedAt: Date; updatedBy: string | null } | undefined {
-    const record = this.#jobs.get(name)?.record;
-    if (record === undefined) return undefined;
-    const { handler, version, updatedAt, updatedBy } = record;
+    const job = this.#jobs.get(name);
+    if (job === undefined) return undefined;
+    const { handler, version, updatedAt, updatedBy } = job;
     return { handler, version, updatedAt: new Date(updatedAt), updatedBy };
   }
 
@@ -404,7 +413,7 @@ export class PeriodicSchedules {
     if (job === undefined || replica === undefined) return undefined;
     const members = replica.fleetMembers;
     if (members.length === 0) return undefined;
-    const { handler } = job.record;
+    const { handler } = job;
     if (members.some((member) => member.handlers?.includes(handler) === true)) return undefined;
     return [...new Set(members.map((member) => member.replica))].sort();
   }
@@ -433,11 +442,18 @@ export class PeriodicSchedules {
       job.next = record;
       return;
     }
-    if (record !== null && job.record.change >= record.change) return;
-    if (record !== null && job.cannot === undefined && sameRun(job.record, record)) {
+    if (record !== null && job.change >= record.change) return;
+    const read = record === null ? undefined : readDefinition(record);
+    if (
+      read !== undefined &&
+      job.runs &&
+      job.handler === record!.handler &&
+      job.options === optionsText(read)
+    ) {
       // Only the data changed: the job keeps its scheduler and its grid; the next run takes the new data.
-      job.scheduler.data = frozenData(readDefinition(record).schedule.data);
-      job.record = record;
+      job.scheduler.data = frozenData(read.schedule.data);
+      const { version, change, updatedAt, updatedBy } = record!;
+      Object.assign(job, { version, change, updatedAt, updatedBy });
       return;
     }
     // Removed, or its timing, handler or options changed: its runs end with the definition they started with
@@ -465,7 +481,8 @@ export class PeriodicSchedules {
       );
       return;
     }
-    const { schedule, options } = readDefinition(record);
+    const read = readDefinition(record);
+    const { schedule, options } = read;
     const place = this.#handlers.get(record.handler);
     const where = `stored schedule ${JSON.stringify(record.name)} (handler ${JSON.stringify(record.handler)})`;
     let scheduler: PeriodicScheduler;
@@ -489,13 +506,34 @@ export class PeriodicSchedules {
     scheduler.changedAt = record.updatedAt;
     // Created again after a removal: the slots of the grid the store kept from before do not run.
     scheduler.createdAt = record.createdAt;
-    const cannot =
-      place === undefined
-        ? `this replica has no @PeriodicHandler(${JSON.stringify(record.handler)})`
-        : undefined;
-    this.#jobs.set(record.name, { scheduler, record, cannot, settling: undefined, next: null });
-    this.host.adopt(scheduler, cannot === undefined);
-    if (cannot !== undefined) this.#cannotRun(record, cannot);
+    const { version, change, updatedAt, updatedBy } = record;
+    this.#jobs.set(record.name, {
+      scheduler,
+      // The handler's own name: the record's may be a slice of the store's whole reply, which it would keep.
+      handler: place?.handler ?? this.#handlerName(record.handler),
+      version,
+      change,
+      updatedAt,
+      updatedBy,
+      options: optionsText(read),
+      runs: place !== undefined,
+      settling: undefined,
+      next: null,
+    });
+    this.host.adopt(scheduler, place !== undefined);
+    if (place === undefined) {
+      this.#cannotRun(record, `this replica has no @PeriodicHandler(${JSON.stringify(record.handler)})`);
+    }
+  }
+
+  /** One string for each handler this replica lacks, whose schedules it keeps all the same. */
+  #handlerName(handler: string): string {
+    let name = this.#otherHandlers.get(handler);
+    if (name === undefined) {
+      name = Buffer.from(handler).toString();
+      this.#otherHandlers.set(name, name);
+    }
+    return name;
   }
 
   /** Says once per handler and reason that this replica does not run some stored schedules. */

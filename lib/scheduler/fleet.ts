@@ -9,8 +9,8 @@ import type { ResolvedPeriodicOptions } from './options.js';
  * that takes the lease over continues from what the store says. This is one replica's part in it.
  */
 export class FleetSlots implements AheadClaimer {
-  /** The options that make the job's grid, as the store keeps them. */
-  readonly grid: string;
+  /** The options that make the job's grid, as the store keeps them: made when the job first needs it. */
+  #grid: string | undefined;
   /** Shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
   private claimed = 0;
   /** The last claim of a slot, until the store has answered. */
@@ -53,16 +53,20 @@ export class FleetSlots implements AheadClaimer {
 
   /**
    * @param lease the job's lease, which this replica must hold to start a run.
-   * @param after the slot after a time on the job's own grid or calendar; 0 if the calendar has none.
+   * @param job tells the slot after a time on the job's own grid or calendar; 0 if the calendar has none.
    */
   constructor(
     readonly lease: Lease,
     private readonly options: ResolvedPeriodicOptions,
-    private readonly after: (slot: number) => number,
+    private readonly job: { slotAfter(slot: number): number },
   ) {
-    this.grid = gridOf(options);
     this.#counts = options.maxRuns !== undefined;
     lease.claimer = this;
+  }
+
+  /** The options that make the job's grid, as the store keeps them. */
+  get grid(): string {
+    return (this.#grid ??= gridOf(this.options));
   }
 
   /** The last slot the store said this replica claimed, or had been claimed when it took the lease; 0 if none. */
@@ -182,7 +186,7 @@ export class FleetSlots implements AheadClaimer {
       this.#counted = slot;
       this.#runs++;
     }
-    return this.written(slot, this.options.delayMode === 'regular' ? this.after(slot) : 0);
+    return this.written(slot, this.options.delayMode === 'regular' ? this.job.slotAfter(slot) : 0);
   }
 
   /** A claim on its way: no other goes ahead of the job's ticks until it is answered. */
@@ -230,7 +234,14 @@ export class FleetSlots implements AheadClaimer {
     this.#last = stored?.last ?? 0;
     this.#next = stored?.next ?? 0;
     this.#taken = Math.max(this.#taken, this.#last);
-    const next = fleetNext(stored, this.grid, this.after, wallNow, this.changedAt, this.createdAt);
+    const next = fleetNext(
+      stored,
+      this.grid,
+      (slot) => this.job.slotAfter(slot),
+      wallNow,
+      this.changedAt,
+      this.createdAt,
+    );
     if (next !== undefined) return next;
     void this.lease.writeSchedule(this.written(0, unheld || slot));
     return unheld || undefined;

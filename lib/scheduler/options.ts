@@ -558,7 +558,8 @@ export function resolveOptions(
   };
   const { when, checkIn, catchUp, startAt, endAt, maxRuns, exclude, pauseAfterFailures } = given;
   const optional = {
-    cron,
+    // The calendar's own text, which the jobs of one pattern share.
+    cron: calendar instanceof Calendar ? calendar.pattern : cron,
     timezone,
     when,
     checkIn,

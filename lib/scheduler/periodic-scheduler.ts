@@ -487,7 +487,7 @@ export class PeriodicScheduler {
           ),
         );
       }
-      this.#fleet = new FleetSlots(lease, resolved, (slot) => this.#slotAfter(slot));
+      this.#fleet = new FleetSlots(lease, resolved, this);
     }
     this.#recording = recordingOf(replica?.name ?? replicaName ?? defaultReplicaName(), history, errors);
     this.#incidentSettings = incidents;
@@ -1381,8 +1381,8 @@ export class PeriodicScheduler {
     if (isArmed(this)) this.#aim(this.#slot, Date.now());
   }
 
-  /** The slot after `slot` on the job's grid, or its calendar's, that its policies let it tick at; 0 if none. */
-  #slotAfter(slot: number): number {
+  /** @internal The slot after `slot` on the job's grid, or its calendar's, that its policies let it tick at; 0 if none. */
+  slotAfter(slot: number): number {
     return this.#nextAllowed(slot) ?? 0;
   }
 
@@ -2036,7 +2036,7 @@ export class PeriodicScheduler {
     if (this.#fleet === undefined || this.options.mode !== 'auto' || this.state !== 'ticking' || next === 0) {
       return false;
     }
-    const after = this.#slotAfter(next);
+    const after = this.slotAfter(next);
     const interval = this.#calendar === undefined ? this.options.every : after - next;
     return after !== 0 && readAt - next > 2 * interval;
   }

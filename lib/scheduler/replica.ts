@@ -54,7 +54,10 @@ export class Lease {
   aheadAt = 0;
   /** @internal Who claims its slots ahead: the job's `FleetSlots`, which sets itself here. */
   claimer: AheadClaimer | undefined;
-  /** @internal The name's hash, which the fleet's spread orders the jobs by. */
+  /**
+   * @internal The name's hash, which the fleet's spread orders the jobs by, as a signed 32-bit integer: V8 keeps
+   * such a number in the object's field itself, and a larger one in a number object of its own (`seed >>> 0`).
+   */
   readonly seed: number;
 
   constructor(
@@ -62,7 +65,7 @@ export class Lease {
     readonly name: string,
     /** @internal */ readonly holder: LeaseHolder,
   ) {
-    this.seed = hash(name);
+    this.seed = hash(name) | 0;
   }
 
   /** Whether the replica holds the lease now, to start runs: taken, not past its validity, not being handed over. */
@@ -525,7 +528,7 @@ export class Replica {
     const owner = spreadOver(
       leases.map((lease) => lease.name),
       owners,
-      leases.map((lease) => lease.seed),
+      leases.map((lease) => lease.seed >>> 0),
     );
     for (const lease of this.leases.values()) {
       // A lease held that the spread gives another member is handed over.
