@@ -236,6 +236,10 @@ class RareState {
   jobIdBase = 0;
   /** Once `stop()` was called: what it resolves, and what resolves it when the last run has ended. */
   stopping: Stopping | undefined = undefined;
+  /** The job's pause, and the operations that change it: made when the job is first operated or paused. */
+  operations: JobOperations | undefined = undefined;
+  /** Where its runs' check-ins go, when the job or the module has some. */
+  checkIns: CheckIns | undefined = undefined;
 }
 
 /** The rare state of a job that holds none: its defaults. */
@@ -256,8 +260,6 @@ export class PeriodicScheduler {
   readonly #method: SchedulerContext['method'];
   readonly #sink: Sink | undefined;
   #phase: 'idle' | 'ticking' | 'stopped' = 'idle';
-  /** The job's pause, and the operations that change it: made when the job is first operated or paused. */
-  #operations: JobOperations | undefined;
   /** How the application records runs, shared by its jobs. */
   readonly #recording: RunRecording;
   /** The job's run history, made with its first run or read: an idle job has none. */
@@ -271,11 +273,10 @@ export class PeriodicScheduler {
   #runs: Run | Run[] | undefined;
   /** The slots of a cron job, or of an `at` job. */
   readonly #calendar: Slots | undefined;
-  /** The job's schedule policies (`startAt`, `exclude`, `catchUp` …), when it has one. */
-  readonly #policy: SlotPolicy | undefined;
-  /** Where its runs' check-ins go, when the job or the module has some. */
-  readonly #checkIns: CheckIns | undefined;
-  /** When the job opens incidents (false: never), and its incidents, made when it first has to look for one. */
+  /**
+   * When the job opens incidents (false: never), and its incidents, made when it first has to look for one (an
+   * exclusive job's when it takes the lease: a field of its own, not rare state).
+   */
   readonly #incidentSettings: IncidentSettings;
   #madeIncidents: JobIncidents | undefined;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
@@ -411,7 +412,22 @@ export class PeriodicScheduler {
   /** @internal Where the job stands among those of its registry, which numbers them as it gets them. */
   registered = 0;
 
-  /** @internal A stored schedule's data, which each run takes when it starts (`ctx.data`); undefined for other jobs. */
+  /** The job's pause, and the operations that change it: made when the job is first operated or paused. */
+  get #operations(): JobOperations | undefined {
+    return (this.#rare ?? NO_RARE_STATE).operations;
+  }
+  set #operations(operations: JobOperations | undefined) {
+    this.#keep('operations', operations);
+  }
+  /** Where its runs' check-ins go, when the job or the module has some. */
+  get #checkIns(): CheckIns | undefined {
+    return (this.#rare ?? NO_RARE_STATE).checkIns;
+  }
+
+  /**
+   * @internal A stored schedule's data, which each run takes when it starts (`ctx.data`); undefined for other jobs.
+   * A field of its own, not rare state: every stored schedule has some.
+   */
   data: unknown = undefined;
 
   /**
@@ -470,7 +486,6 @@ export class PeriodicScheduler {
     }
     this.options = resolved;
     this.#calendar = calendar;
-    this.#policy = resolved.policy;
     this.#job = options.run;
     this.#method = method;
     this.#sink = typeof events === 'function' ? { emit: events } : events;
@@ -493,7 +508,10 @@ export class PeriodicScheduler {
     this.#incidentSettings = incidents;
     try {
       const reports = checkIns?.reports ?? CHECK_IN_WARNINGS;
-      this.#checkIns = CheckIns.of(where, resolved.name, resolved.checkIn, checkIns?.module, errors, reports);
+      this.#keep(
+        'checkIns',
+        CheckIns.of(where, resolved.name, resolved.checkIn, checkIns?.module, errors, reports),
+      );
     } catch (error) {
       calendar?.release();
       throw error;
@@ -546,7 +564,8 @@ export class PeriodicScheduler {
         this.#incidents!.tickLate(this.#slot, lateBy);
       }
     }
-    if (this.#policy !== undefined) return this.#policyTick(this.#policy, time);
+    const { policy } = this.options;
+    if (policy !== undefined) return this.#policyTick(policy, time);
     const calendar = this.#calendar;
     if (calendar !== undefined) return this.#slotCame(calendar);
     let scheduledAt = this.deadline;
@@ -630,7 +649,7 @@ export class PeriodicScheduler {
           calendar === undefined ? slot + Math.floor((reach - slot) / every) * every : calendar.latest(reach);
         if (latest > slot) {
           count += calendar === undefined ? (latest - slot) / every : 1;
-          slot = this.#policy!.first(latest, this.#gridFrom(latest));
+          slot = this.options.policy!.first(latest, this.#gridFrom(latest));
           continue;
         }
       }
@@ -708,7 +727,7 @@ export class PeriodicScheduler {
     if (this.#calendar !== undefined) unwatchSystemTime(this);
     this.#fleet?.armed(0, 0);
     // No slot is left before `endAt`: the job completes once it has passed, and ticks no more meanwhile.
-    const endAt = this.#policy?.endAt ?? Infinity;
+    const endAt = this.options.policy?.endAt ?? Infinity;
     const wallNow = Date.now();
     const ranAll = this.#ranAll;
     if (endAt !== Infinity && endAt > wallNow && !ranAll) {
@@ -725,7 +744,7 @@ export class PeriodicScheduler {
    * read whether the fleet has run them all, so that this replica says 'completed' too. One read at a time.
    */
   #askFleetRuns(fleet: FleetSlots): void {
-    const maxRuns = this.#policy?.maxRuns ?? Infinity;
+    const maxRuns = this.options.policy?.maxRuns ?? Infinity;
     if (maxRuns === Infinity || this.#askingRuns) return;
     this.#askingRuns = true;
     fleet.lease.replica.calls
@@ -743,7 +762,7 @@ export class PeriodicScheduler {
 
   /** Whether the job has run `maxRuns` slots (for the fleet, for an exclusive job). */
   get #ranAll(): boolean {
-    const maxRuns = this.#policy?.maxRuns ?? Infinity;
+    const maxRuns = this.options.policy?.maxRuns ?? Infinity;
     return maxRuns !== Infinity && (this.#fleet === undefined ? this.#slotsRun : this.#fleet.runs) >= maxRuns;
   }
 
@@ -906,7 +925,7 @@ export class PeriodicScheduler {
     // that had this replica's name before).
     const record = this.#recorded();
     const run = tick;
-    if (run.origin === 'timer' && this.#policy !== undefined) {
+    if (run.origin === 'timer' && this.options.policy !== undefined) {
       // An exclusive job's slots are the fleet's to count: its claim counted this one.
       if (this.#fleet === undefined) this.#slotsRun++;
       if (this.#ranAll) {
@@ -1189,7 +1208,7 @@ export class PeriodicScheduler {
 
   /** `pauseAfterFailures`: a slot failed; the job is paused when it was the n-th in a row (2n-th after a resume…). */
   #failedInARow(): void {
-    const limit = this.#policy?.pauseAfterFailures;
+    const limit = this.options.policy?.pauseAfterFailures;
     if (limit === undefined || limit === Infinity) return;
     if (this.#record!.consecutiveFailures % limit !== 0 || this.state !== 'ticking') return;
     const note =
@@ -1320,7 +1339,7 @@ export class PeriodicScheduler {
     const calendar = this.#calendar;
     if (calendar === undefined) return this.#armNext(this.options.initialDelay);
     const slot = calendar.next(Date.now());
-    const policy = this.#policy;
+    const policy = this.options.policy;
     // The slot of an exclusive job's `at` that passed before it started: the fleet's schedule says if it ran.
     if (slot === null && policy !== undefined && this.#fleet !== undefined && !Number.isNaN(policy.at)) {
       return this.#aim(policy.at, Date.now());
@@ -1334,7 +1353,7 @@ export class PeriodicScheduler {
    * last run, wherever it ran.
    */
   #armNext(delay: number): void {
-    const policy = this.#policy;
+    const policy = this.options.policy;
     if (policy !== undefined && this.options.mode === 'auto') {
       const wallNow = Date.now();
       const slot = policy.first(wallNow + delay, this.#gridFrom(wallNow + delay));
@@ -1390,7 +1409,7 @@ export class PeriodicScheduler {
   #nextAllowed(slot: number): number | null {
     const calendar = this.#calendar;
     const next = calendar === undefined ? slot + this.options.every : calendar.next(slot);
-    const policy = this.#policy;
+    const policy = this.options.policy;
     return policy === undefined || next === null ? next : policy.first(next, this.#gridFrom(slot));
   }
 
@@ -1458,7 +1477,7 @@ export class PeriodicScheduler {
       this.#backfillSoon();
     }
     // No slot is left: the calendar's are over, or the fleet has run `maxRuns` of them.
-    if (next === 0 || fleet.runs >= (this.#policy?.maxRuns ?? Infinity)) return this.#complete();
+    if (next === 0 || fleet.runs >= (this.options.policy?.maxRuns ?? Infinity)) return this.#complete();
     if (next === undefined) return;
     // The next tick is the fleet's; one that has passed is ticked at once, and reports its own next tick then.
     this.#aim(next, wallNow);
@@ -1678,7 +1697,7 @@ export class PeriodicScheduler {
 
   /** The job's grid as a backfill looks through it. */
   get #backfillGrid(): BackfillGrid {
-    const policy = this.#policy;
+    const policy = this.options.policy;
     return {
       first: (time) => this.#firstAt(time, false),
       excluded: (slot) => policy?.asksAtTick === true && policy.excludes(slot),
@@ -1726,7 +1745,7 @@ export class PeriodicScheduler {
   #firstAt(time: number, asksFunction = true): number | null {
     const from = this.#gridFrom(this.#slot === 0 ? time : this.#slot);
     const slot = from(time);
-    const policy = this.#policy;
+    const policy = this.options.policy;
     return policy === undefined || slot === null ? slot : policy.first(slot, from, asksFunction);
   }
 
