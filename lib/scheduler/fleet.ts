@@ -4,6 +4,31 @@ import { type AheadClaimer, CLAIM_AHEAD_MS } from './slot-claims.js';
 import type { ResolvedPeriodicOptions } from './options.js';
 
 /**
+ * What a replica keeps of the fleet's schedule of a job once it claims its slots: made when it first does, as the
+ * replicas that never hold a job's lease (most of them, for most jobs) need none of it.
+ */
+class Claims {
+  /** Shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
+  claimed = 0;
+  /** The last claim of a slot, until the store has answered. */
+  claiming: Promise<unknown> | undefined = undefined;
+  /** The slot claimed whose tick has neither started its run nor ended without one (its guard is pending); 0 if none. */
+  unstarted = 0;
+  /** A claim of a slot that went out ahead of its tick, which takes its answer if the lease is the same holding. */
+  early: { slot: number; fencingToken: number; write: Promise<PeriodicScheduleWritten> } | undefined =
+    undefined;
+  /** Claims waiting for the store's answer. */
+  asking = 0;
+  /** `maxRuns`: the last slot counted (claimed again, it counts once). */
+  counted = 0;
+  /** A backfill under way, which every write of the schedule carries while it lasts. */
+  backfill: { next: number; to: number } | undefined = undefined;
+  /** The last slot and the next, as this replica last wrote them or found them when it took the lease. */
+  last = 0;
+  next = 0;
+}
+
+/**
  * The schedule of an exclusive job is the fleet's, kept in its coordinator (docs/replicas.md, "One schedule for
  * the whole fleet"). The holder claims each slot in the store before it runs it, so no slot runs twice; a replica
  * that takes the lease over continues from what the store says. This is one replica's part in it.
@@ -11,20 +36,12 @@ import type { ResolvedPeriodicOptions } from './options.js';
 export class FleetSlots implements AheadClaimer {
   /** The options that make the job's grid, as the store keeps them: made when the job first needs it. */
   #grid: string | undefined;
-  /** Shifted mode: the slot claimed whose run has not ended yet; 0 if none. */
-  private claimed = 0;
-  /** The last claim of a slot, until the store has answered. */
-  private claiming: Promise<unknown> | undefined;
-  /** The slot claimed whose tick has neither started its run nor ended without one (its guard is pending); 0 if none. */
-  private unstarted = 0;
+  /** What this replica keeps once it claims the job's slots. */
+  #claims: Claims | undefined;
   /** The latest slot that came while this replica did not hold the lease; 0 if none. */
   private unheldSlot = 0;
   /** The slot of the job's next tick, while its claim may go out ahead of it; 0 if none. */
   private expected = 0;
-  /** A claim of a slot that went out ahead of its tick, which takes its answer if the lease is the same holding. */
-  private early: { slot: number; fencingToken: number; write: Promise<PeriodicScheduleWritten> } | undefined;
-  /** Claims waiting for the store's answer. */
-  private asking = 0;
   /**
    * When the job's options last changed, if known (a stored schedule's edit; wall-clock ms): a new grid starts
    * after it. 0 when not known (a deploy): a new grid starts after the last slot that ran anywhere.
@@ -37,17 +54,11 @@ export class FleetSlots implements AheadClaimer {
   createdAt = 0;
   /**
    * `maxRuns`: how many slots of the grid the fleet has claimed, as the store said when this replica took the lease
-   * and as its own claims counted since, and the last slot counted (claimed again, it counts once).
+   * and as its own claims counted since.
    */
   #runs = 0;
-  #counted = 0;
   /** Whether the job counts the fleet's slots (`maxRuns`): every write of its schedule carries the count. */
   readonly #counts: boolean;
-  /** A backfill under way, which every write of the schedule carries while it lasts. */
-  #backfill: { next: number; to: number } | undefined;
-  /** The last slot and the next, as this replica last wrote them or found them when it took the lease. */
-  #last = 0;
-  #next = 0;
   /** The latest slot the store took as claimed, as `lastClaimed` says. */
   #taken = 0;
 
@@ -62,6 +73,11 @@ export class FleetSlots implements AheadClaimer {
   ) {
     this.#counts = options.maxRuns !== undefined;
     lease.claimer = this;
+  }
+
+  /** What this replica keeps once it claims the job's slots, made now if it was not. */
+  get #claimsMade(): Claims {
+    return (this.#claims ??= new Claims());
   }
 
   /** The options that make the job's grid, as the store keeps them. */
@@ -86,27 +102,29 @@ export class FleetSlots implements AheadClaimer {
 
   /** A backfill under way, as the store had it when this replica took the lease. */
   get backfill(): { next: number; to: number } | undefined {
-    return this.#backfill;
+    return this.#claims?.backfill;
   }
 
   /** Where the backfill under way stands now (undefined: none is): written to the store at once. */
   backfilled(backfill: { next: number; to: number } | undefined): Promise<PeriodicScheduleWritten> {
-    this.#backfill = backfill === undefined ? undefined : { ...backfill };
-    return this.lease.writeSchedule(this.written(this.#last, this.#next));
+    const claims = this.#claimsMade;
+    claims.backfill = backfill === undefined ? undefined : { ...backfill };
+    return this.lease.writeSchedule(this.written(claims.last, claims.next));
   }
 
   /** The fleet has run `maxRuns` slots: no next slot is due, as the store tells every replica. */
   ended(): void {
-    void this.lease.writeSchedule(this.written(this.#last, 0));
+    void this.lease.writeSchedule(this.written(this.#claims?.last ?? 0, 0));
   }
 
   /** A write of the job's schedule, with the count of the fleet's slots and a backfill, if it has them. */
   private written(last: number, next: number): PeriodicFleetSchedule {
-    this.#last = last;
-    this.#next = next;
+    const claims = this.#claimsMade;
+    claims.last = last;
+    claims.next = next;
     const schedule: PeriodicFleetSchedule = { grid: this.grid, last, next };
     if (this.#counts) schedule.runs = this.#runs;
-    if (this.#backfill !== undefined) schedule.backfill = this.#backfill;
+    if (claims.backfill !== undefined) schedule.backfill = claims.backfill;
     return schedule;
   }
 
@@ -118,16 +136,17 @@ export class FleetSlots implements AheadClaimer {
    */
   async claim(slot: number): Promise<PeriodicScheduleWritten> {
     const { lease } = this;
+    const claims = this.#claimsMade;
     if (this.expected === slot) this.expect(0, 0);
-    const early = this.early;
-    if (early !== undefined && early.slot <= slot) this.early = undefined;
+    const early = claims.early;
+    if (early !== undefined && early.slot <= slot) claims.early = undefined;
     const same = early?.slot === slot && early.fencingToken === lease.fencingToken;
     const write = same ? early.write : this.ask(lease.writeSchedule(this.claimOf(slot)));
-    this.claiming = write;
+    claims.claiming = write;
     const taken = await write;
     // A slot claimed while the lease was being handed over or lost is given back with the lease.
     if (taken !== false) {
-      this.unstarted = slot;
+      claims.unstarted = slot;
       this.#taken = Math.max(this.#taken, slot);
     }
     return lease.held && taken;
@@ -142,7 +161,7 @@ export class FleetSlots implements AheadClaimer {
   armed(slot: number, at: number): void {
     const { cron, delivery, every, jitter } = this.options;
     const often = cron === undefined && every < 2 * CLAIM_AHEAD_MS;
-    if (jitter === 0 && delivery !== 'atLeastOnce' && !often && this.early?.slot !== slot)
+    if (jitter === 0 && delivery !== 'atLeastOnce' && !often && this.#claims?.early?.slot !== slot)
       this.expect(slot, at);
   }
 
@@ -151,7 +170,7 @@ export class FleetSlots implements AheadClaimer {
    * claims its slot again (the store takes the same slot twice) to learn what it says now.
    */
   operated(): void {
-    this.early = undefined;
+    if (this.#claims !== undefined) this.#claims.early = undefined;
   }
 
   private expect(slot: number, at: number): void {
@@ -163,27 +182,31 @@ export class FleetSlots implements AheadClaimer {
   claimAhead(): PeriodicFleetSchedule | undefined {
     const slot = this.expected;
     // The slot claimed before it is started first, so that the store's last slot was started or is this one.
-    if (slot === 0 || this.asking > 0 || this.unstarted !== 0) return undefined;
+    const claims = this.#claims;
+    if (slot === 0 || (claims !== undefined && (claims.asking > 0 || claims.unstarted !== 0)))
+      return undefined;
     return this.claimOf(slot);
   }
 
   /** @internal */
   claimedAhead(write: Promise<PeriodicScheduleWritten>): void {
     const slot = this.expected;
+    const claims = this.#claimsMade;
     const early = { slot, fencingToken: this.lease.fencingToken, write: this.ask(write) };
-    this.early = early;
+    claims.early = early;
     this.expected = 0;
-    this.claiming = early.write;
+    claims.claiming = early.write;
     // Claimed, and not started until its tick: given back with the lease if the replica gives it up before.
     void early.write.then((taken) => {
-      if (taken !== false && this.early === early) this.unstarted = slot;
+      if (taken !== false && claims.early === early) claims.unstarted = slot;
     });
   }
 
   /** The write that claims `slot`: counted once, however often it is claimed (`maxRuns`). */
   private claimOf(slot: number): PeriodicFleetSchedule {
-    if (this.#counts && slot !== this.#counted) {
-      this.#counted = slot;
+    const claims = this.#claimsMade;
+    if (this.#counts && slot !== claims.counted) {
+      claims.counted = slot;
       this.#runs++;
     }
     return this.written(slot, this.options.delayMode === 'regular' ? this.job.slotAfter(slot) : 0);
@@ -191,13 +214,14 @@ export class FleetSlots implements AheadClaimer {
 
   /** A claim on its way: no other goes ahead of the job's ticks until it is answered. */
   private ask(write: Promise<PeriodicScheduleWritten>): Promise<PeriodicScheduleWritten> {
-    this.asking++;
-    return write.finally(() => this.asking--);
+    const claims = this.#claimsMade;
+    claims.asking++;
+    return write.finally(() => claims.asking--);
   }
 
   /** The claimed slot's tick has started its run, or ended without one on purpose. */
   settled(): void {
-    this.unstarted = 0;
+    if (this.#claims !== undefined) this.#claims.unstarted = 0;
   }
 
   /** A slot came while this replica did not hold the lease: a first holder runs it at once (`takeOver`). */
@@ -207,14 +231,15 @@ export class FleetSlots implements AheadClaimer {
 
   /** The claimed slot is this replica's to run; in shifted mode, its end sets the fleet's next tick. */
   hold(slot: number): void {
-    if (this.options.delayMode === 'shifted') this.claimed = slot;
+    if (this.options.delayMode === 'shifted') this.#claimsMade.claimed = slot;
   }
 
   /** Shifted mode: the run of the slot held has ended, and the fleet's next tick is due at `next`. */
   ranUntil(next: number): void {
-    if (this.claimed === 0) return;
-    void this.lease.writeSchedule(this.written(this.claimed, next));
-    this.claimed = 0;
+    const claims = this.#claims;
+    if (claims === undefined || claims.claimed === 0) return;
+    void this.lease.writeSchedule(this.written(claims.claimed, next));
+    claims.claimed = 0;
   }
 
   /**
@@ -225,15 +250,16 @@ export class FleetSlots implements AheadClaimer {
   takeOver(stored: PeriodicFleetSchedule | null, slot: number, wallNow: number): number | undefined {
     const unheld = this.unheldSlot;
     this.unheldSlot = 0;
-    this.early = undefined;
+    const claims = this.#claimsMade;
+    claims.early = undefined;
     const same = stored?.grid === this.grid;
     this.#runs = same ? (stored.runs ?? 0) : 0;
-    this.#counted = same ? stored.last : 0;
+    claims.counted = same ? stored.last : 0;
     // A backfill goes on from where the last holder left it, on a grid of other options too.
-    this.#backfill = stored?.backfill;
-    this.#last = stored?.last ?? 0;
-    this.#next = stored?.next ?? 0;
-    this.#taken = Math.max(this.#taken, this.#last);
+    claims.backfill = stored?.backfill;
+    claims.last = stored?.last ?? 0;
+    claims.next = stored?.next ?? 0;
+    this.#taken = Math.max(this.#taken, claims.last);
     const next = fleetNext(
       stored,
       this.grid,
@@ -252,9 +278,11 @@ export class FleetSlots implements AheadClaimer {
    * lease is about to be given up, and the next holder runs it.
    */
   async giveBack(): Promise<void> {
-    await this.claiming;
-    const slot = this.unstarted;
-    this.unstarted = 0;
+    const claims = this.#claims;
+    if (claims === undefined) return;
+    await claims.claiming;
+    const slot = claims.unstarted;
+    claims.unstarted = 0;
     if (slot !== 0) await this.lease.writeSchedule(this.written(slot, slot));
   }
 
