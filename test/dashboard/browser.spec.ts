@@ -169,11 +169,11 @@ describe('the dashboard in Chromium', () => {
     await page.getByText('Backfill of Feeds.import: 10 slots to run').waitFor();
     const audit = page.getByRole('region', { name: 'Audit trail' });
     await audit.getByText('the feed was down').waitFor();
+    await page.screenshot({ path: join(shots, 'dashboard-backfill-desktop.png'), fullPage: true });
     await page.getByLabel('From').fill(tokyo(to + 3_600_000));
     await page.getByLabel('To', { exact: true }).fill(tokyo(to + 7_200_000));
     await page.getByRole('button', { name: 'Backfill', exact: true }).click();
     await page.getByText(/Feeds.import: backfill refused: .*"to" must not be in the future/).waitFor();
-    await page.screenshot({ path: join(shots, 'dashboard-backfill-desktop.png'), fullPage: true });
     const backfilled = (await served.registry.history('Feeds.import', { limit: 100 })).filter(
       (run) => run.origin === 'backfill',
     );
