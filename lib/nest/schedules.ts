@@ -442,19 +442,16 @@ export class PeriodicSchedules {
       job.next = record;
       return;
     }
-    if (record !== null && job.change >= record.change) return;
-    const read = record === null ? undefined : readDefinition(record);
-    if (
-      read !== undefined &&
-      job.runs &&
-      job.handler === record!.handler &&
-      job.options === optionsText(read)
-    ) {
-      // Only the data changed: the job keeps its scheduler and its grid; the next run takes the new data.
-      job.scheduler.data = frozenData(read.schedule.data);
-      const { version, change, updatedAt, updatedBy } = record!;
-      Object.assign(job, { version, change, updatedAt, updatedBy });
-      return;
+    if (record !== null) {
+      if (job.change >= record.change) return;
+      const read = readDefinition(record);
+      if (job.runs && job.handler === record.handler && job.options === optionsText(read)) {
+        // Only the data changed: the job keeps its scheduler and its grid; the next run takes the new data.
+        job.scheduler.data = frozenData(read.schedule.data);
+        const { version, change, updatedAt, updatedBy } = record;
+        Object.assign(job, { version, change, updatedAt, updatedBy });
+        return;
+      }
     }
     // Removed, or its timing, handler or options changed: its runs end with the definition they started with
     // (drained as `registry.remove` does, or let end by themselves), then the job of the new one takes over (a

@@ -279,8 +279,15 @@ describe('stored schedules on the in-memory coordinator', () => {
     await a.registry.schedules.upsert(base);
     const first = a.registry.get('report:acme');
     await until(() => (ran.some((run) => run.name === 'report:acme') ? true : undefined));
-    await a.registry.schedules.upsert({ ...base, data: { n: 2 } });
+    const updated = await a.registry.schedules.upsert({ ...base, data: { n: 2 } }, { by: 'bob' });
     expect(a.registry.get('report:acme')).toBe(first);
+    // What the dashboard shows of it is the change's, though the job is the same.
+    expect(a.registry.schedules.storedOf('report:acme')).toEqual({
+      handler: 'tenant-report',
+      version: 2,
+      updatedAt: updated.updatedAt,
+      updatedBy: 'bob',
+    });
     await until(() => (ran.some((run) => (run.data as { n: number }).n === 2) ? true : undefined));
     await a.registry.schedules.upsert({ ...base, every: 250, data: { n: 3 } });
     const second = await until(() => {
