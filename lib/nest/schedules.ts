@@ -93,19 +93,30 @@ interface StoredJob {
   change: number;
   updatedAt: number;
   updatedBy: string | null;
-  /** Its options as JSON text: a record with other options makes a new job, one with other data only does not. */
+  /**
+   * Its options as JSON text, which tells a change of its timing from one of its data only: a record with other
+   * options makes a new job, one with other data only does not. Empty when this replica cannot run it (it lacks
+   * the handler): any change of such a job makes a new one.
+   */
   options: string;
-  /** Whether this replica can run it (it has the handler). */
-  runs: boolean;
-  /** Its runs ending before a change (or its removal) takes effect. */
-  settling: Promise<void> | undefined;
+  /** A change (or its removal) under way, if there is one. */
+  changing: Changing | undefined;
+}
+
+/** A change of a stored schedule that waits for the job's runs to end before it takes effect. */
+interface Changing {
+  /** Its runs ending. */
+  settling: Promise<void>;
   /** The latest change that came meanwhile, applied once it has settled (null: removed). */
   next: PeriodicStoredRecord | null;
 }
 
-/** A stored schedule's options as JSON text, which tells a change of its timing from one of its data only. */
+/**
+ * A stored schedule's options as JSON text, as a string of its own: JSON.stringify answers a string made of
+ * pieces, which would keep the pieces and a header for each job.
+ */
 function optionsText(read: { options: Record<string, unknown> }): string {
-  return JSON.stringify(read.options);
+  return Buffer.from(JSON.stringify(read.options)).toString();
 }
 
 /** The job of a stored schedule whose handler this replica lacks: it never runs here (it takes no lease). */
@@ -272,7 +283,7 @@ export class PeriodicSchedules {
     if (answer.removed !== true) return false;
     this.#operated(name, { action: 'remove', ...asked });
     await this.#applied();
-    await this.#jobs.get(name)?.settling;
+    await this.#jobs.get(name)?.changing?.settling;
     return true;
   }
 
@@ -338,7 +349,7 @@ export class PeriodicSchedules {
     if (tied.size === 0) return [];
     const jobs: PeriodicScheduler[] = [];
     for (const job of this.#jobs.values()) {
-      if (job.runs && tied.has(job.handler)) jobs.push(job.scheduler);
+      if (tied.has(job.handler)) jobs.push(job.scheduler);
     }
     return jobs;
   }
@@ -438,14 +449,14 @@ export class PeriodicSchedules {
       if (record !== null) this.#make(record);
       return;
     }
-    if (job.settling !== undefined) {
-      job.next = record;
+    if (job.changing !== undefined) {
+      job.changing.next = record;
       return;
     }
     if (record !== null) {
       if (job.change >= record.change) return;
       const read = readDefinition(record);
-      if (job.runs && job.handler === record.handler && job.options === optionsText(read)) {
+      if (job.options !== '' && job.handler === record.handler && job.options === optionsText(read)) {
         // Only the data changed: the job keeps its scheduler and its grid; the next run takes the new data.
         job.scheduler.data = frozenData(read.schedule.data);
         const { version, change, updatedAt, updatedBy } = record;
@@ -456,12 +467,15 @@ export class PeriodicSchedules {
     // Removed, or its timing, handler or options changed: its runs end with the definition they started with
     // (drained as `registry.remove` does, or let end by themselves), then the job of the new one takes over (a
     // new timing starts a new grid, docs/schedules.md).
-    job.next = record;
-    job.settling = (record === null ? job.scheduler.stop() : job.scheduler.retire()).then(() => {
-      this.host.unregister(job.scheduler);
-      this.#jobs.delete(name);
-      if (job.next !== null) this.#change(name, job.next);
-    });
+    const changing: Changing = {
+      settling: (record === null ? job.scheduler.stop() : job.scheduler.retire()).then(() => {
+        this.host.unregister(job.scheduler);
+        this.#jobs.delete(name);
+        if (changing.next !== null) this.#change(name, changing.next);
+      }),
+      next: record,
+    };
+    job.changing = changing;
   }
 
   /**
@@ -512,10 +526,8 @@ export class PeriodicSchedules {
       change,
       updatedAt,
       updatedBy,
-      options: optionsText(read),
-      runs: place !== undefined,
-      settling: undefined,
-      next: null,
+      options: place === undefined ? '' : optionsText(read),
+      changing: undefined,
     });
     this.host.adopt(scheduler, place !== undefined);
     if (place === undefined) {
