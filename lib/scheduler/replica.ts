@@ -187,6 +187,11 @@ export class Replica {
   private unspread = false;
   private readonly beat = new DeadlineTimer({ onDeadline: () => void this.heartbeat() });
   private readonly expiry = new DeadlineTimer({ onDeadline: () => this.expire() });
+  /**
+   * No holding counts less long than this (`now()` timeline; Infinity: none held), and the expiry timer is armed
+   * at it: a renewal moves a validity later, and the timer looks for the earliest again when it comes.
+   */
+  private expiresAt = Infinity;
   private beating = false;
   /** A job joined while a heartbeat was out: the next comes at once. */
   private soon = false;
@@ -351,7 +356,6 @@ export class Replica {
         const lease = this.leases.get(name);
         if (lease?.fencingToken === fencingToken) this.lose(lease, `the renewal failed: ${messageOf(error)}`);
       }
-      this.armExpiry();
     }
     this.beating = false;
     const spread = this.spread;
@@ -431,7 +435,10 @@ export class Replica {
       else if (refused.has(name)) this.lose(lease, `the store refused the job's data: ${refused.get(name)}`);
       else if (!reply.renewed[i]) {
         this.lose(lease, 'the store refused the renewal: the lease had expired or another replica holds it');
-      } else if (!late) lease.validUntil = validUntil;
+      } else if (!late) {
+        lease.validUntil = validUntil;
+        this.expectExpiry(validUntil);
+      }
     });
     request.acquire.forEach((name, i) => {
       const taken = reply.acquired[i];
@@ -444,6 +451,7 @@ export class Replica {
       }
       lease.fencingToken = taken.fencingToken;
       lease.validUntil = validUntil;
+      this.expectExpiry(validUntil);
       lease.holder.leaseAcquired(taken.fencingToken, taken.schedule);
     });
     if (reply.paused !== undefined) {
@@ -455,7 +463,6 @@ export class Replica {
     this.afterHeartbeat?.();
     this.members = reply.members;
     this.spreadJobs();
-    this.armExpiry();
   }
 
   /** The owners of the live members, sorted, as `watchesSlotsOf` last read them, and the members they came from. */
@@ -550,34 +557,38 @@ export class Replica {
       if (lease.phase === 'givingUp') lease.phase = 'competing';
       if (lease.fencingToken !== fencingToken) return;
       lease.fencingToken = 0;
-      this.armExpiry();
       return this.giveUp({ name, fencingToken });
     });
   }
 
-  /** The earliest validity of the leases held: when it runs out, those past it are lost. */
-  private armExpiry(): void {
-    let earliest = Infinity;
-    for (const lease of this.leases.values()) {
-      if (lease.fencingToken !== 0) earliest = Math.min(earliest, lease.validUntil);
-    }
-    if (earliest === Infinity) this.expiry.cancel();
-    else this.expiry.armAt(earliest);
+  /** Holdings taken or renewed count until `validUntil`: the expiry timer comes then at the latest. */
+  private expectExpiry(validUntil: number): void {
+    if (validUntil >= this.expiresAt) return;
+    this.expiresAt = validUntil;
+    this.expiry.armAt(validUntil);
   }
 
   /**
    * Holdings past their validity are lost, and given up in the store, so that another replica takes them at once
-   * (a store that does not answer lets them expire by themselves).
+   * (a store that does not answer lets them expire by themselves). None is before `expiresAt`: the leases are
+   * looked at only from then, and the timer is armed at the earliest validity of those still held.
    */
   private expire(): void {
     const time = now();
+    if (time < this.expiresAt) return;
+    let earliest = Infinity;
     for (const lease of this.leases.values()) {
-      const { fencingToken, name } = lease;
-      if (fencingToken === 0 || time < lease.validUntil) continue;
-      this.lose(lease, 'no renewal succeeded before the lease ran out');
-      void this.giveUp({ name, fencingToken });
+      const { fencingToken, name, validUntil } = lease;
+      if (fencingToken === 0) continue;
+      if (time < validUntil) earliest = Math.min(earliest, validUntil);
+      else {
+        this.lose(lease, 'no renewal succeeded before the lease ran out');
+        void this.giveUp({ name, fencingToken });
+      }
     }
-    this.armExpiry();
+    this.expiresAt = earliest;
+    if (earliest === Infinity) this.expiry.cancel();
+    else this.expiry.armAt(earliest);
   }
 
   private lose(lease: Lease, reason: string): void {
@@ -591,6 +602,7 @@ export class Replica {
     if (this.present) return;
     this.beat.cancel();
     this.expiry.cancel();
+    this.expiresAt = Infinity;
   }
 
   /**
