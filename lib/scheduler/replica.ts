@@ -15,7 +15,7 @@ import { type HeartbeatAnswer, StoreCalls } from './store-calls.js';
 import { type StoreLog } from './store-log.js';
 import { DeadlineTimer, now } from './deadline-timer.js';
 import { messageOf } from './errors.js';
-import { hash, spreadOver } from './spread.js';
+import { hash, spreadIndexes } from './spread.js';
 import { RunRecords } from './run-records.js';
 import { type AheadClaimer, SlotClaims } from './slot-claims.js';
 
@@ -532,17 +532,18 @@ export class Replica {
     this.spread = spread;
     this.spreadAt = time;
     const leases = [...this.leases.values()];
-    const owner = spreadOver(
+    const owner = spreadIndexes(
       leases.map((lease) => lease.name),
       owners,
       leases.map((lease) => lease.seed >>> 0),
     );
-    for (const lease of this.leases.values()) {
+    const mine = owners.indexOf(this.owner);
+    leases.forEach((lease, i) => {
       // A lease held that the spread gives another member is handed over.
-      lease.owned = owner.get(lease.name) === this.owner;
+      lease.owned = owner[i] === mine;
       if (!lease.owned && lease.phase === 'competing' && lease.fencingToken !== 0) lease.phase = 'handing';
       else if (lease.owned && lease.phase === 'handing') lease.phase = 'competing';
-    }
+    });
     this.spreadDone = now();
     this.spreadWait = Math.min(this.interval / 4, 50 * (this.spreadDone - time));
   }

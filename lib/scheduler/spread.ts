@@ -8,27 +8,29 @@ export function hash(text: string): number {
   return h >>> 0;
 }
 
+/** Which of `owners` holds each of `jobs` (as {@link spreadIndexes} spreads them), by job name. */
+export function spreadOver(jobs: readonly string[], owners: readonly string[]): Map<string, string> {
+  const sorted = [...owners].sort();
+  const at = spreadIndexes(jobs, sorted, jobs.map(hash));
+  return new Map(jobs.map((name, i) => [name, sorted[at[i]!]!]));
+}
+
 /**
- * Which of `owners` holds each of `jobs`, the same on every replica that has these jobs: rendezvous hashing with
- * bounded loads. Each job, in the order of their hashes, goes to the member with the highest score for it
- * among those that hold fewer than their share (⌊N/R⌋, or one more for the first N mod R that reach it), so
- * that every member holds ⌊N/R⌋ or ⌈N/R⌉ jobs; a member that comes or goes moves little more than its share,
- * as the scores of the others do not change.
+ * Which of `owners` (sorted) holds each of `jobs`, the same on every replica that has these jobs: the index of
+ * the owner of each job, in the order of `jobs` (none without owners). Rendezvous hashing with bounded loads:
+ * each job, in the order of their hashes, goes to the member with the highest score for it among those that
+ * hold fewer than their share (⌊N/R⌋, or one more for the first N mod R that reach it), so that every member
+ * holds ⌊N/R⌋ or ⌈N/R⌉ jobs; a member that comes or goes moves little more than its share, as the scores of the
+ * others do not change. `seeds` are the jobs' hashes, in their order.
  */
-export function spreadOver(
+export function spreadIndexes(
   jobs: readonly string[],
   owners: readonly string[],
-  /** The jobs' hashes, in their order, where the caller keeps them. */
-  seeds: ArrayLike<number> = jobs.map(hash),
-): Map<string, string> {
-  const spread = new Map<string, string>();
-  if (owners.length === 0) return spread;
-  const sorted = [...owners].sort();
-  if (sorted.length === 1) {
-    for (const name of jobs) spread.set(name, sorted[0]);
-    return spread;
-  }
-  const members = sorted.map(hash);
+  seeds: ArrayLike<number>,
+): Uint32Array {
+  const owner = new Uint32Array(jobs.length);
+  if (owners.length <= 1) return owner;
+  const members = owners.map(hash);
   const held = members.map(() => 0);
   const share = Math.floor(jobs.length / members.length);
   let larger = jobs.length % members.length;
@@ -42,9 +44,9 @@ export function spreadOver(
       if (points > highest) [best, highest] = [m, points];
     }
     if (++held[best] > share) larger--;
-    spread.set(jobs[i], sorted[best]);
+    owner[i] = best;
   }
-  return spread;
+  return owner;
 }
 
 /**
