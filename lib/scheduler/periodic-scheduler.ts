@@ -1489,6 +1489,11 @@ export class PeriodicScheduler {
     return this.#runs !== undefined || this.#pending?.claim === true || (this.#retries?.size ?? 0) > 0;
   }
 
+  /** @internal Whether the job keeps a pause of its own, which each heartbeat must set right. */
+  get heedsPause(): boolean {
+    return this.#operations !== undefined;
+  }
+
   /**
    * @internal Whether the fleet has paused the job, as a heartbeat of this replica found it: what `state` says
    * on every replica, within a heartbeat. One sent before this replica's own pause or resume was written is
@@ -1904,11 +1909,17 @@ export class PeriodicScheduler {
   #operated(): JobOperations {
     // The scheduler is the OperatedJob its operations report to, checked here: its methods for that are
     // internal, so the published declarations cannot say `implements` (they would not hold without them).
-    return (this.#operations ??= new JobOperations(
-      this satisfies OperatedJob,
-      this.#fleet?.lease.replica.calls,
-      keptBy(this.#recording.settings),
-    ));
+    let operations = this.#operations;
+    if (operations === undefined) {
+      const lease = this.#fleet?.lease;
+      operations = this.#operations = new JobOperations(
+        this satisfies OperatedJob,
+        lease?.replica.calls,
+        keptBy(this.#recording.settings),
+      );
+      lease?.replica.heedPause(lease);
+    }
+    return operations;
   }
 
   /** Whether a tick may start a run, as far as a pause goes. */

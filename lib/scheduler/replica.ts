@@ -31,6 +31,11 @@ export interface LeaseHolder {
   givingUp(): Promise<void>;
   /** Whether the fleet has paused the job, as a heartbeat sent at `sent` (on the `now()` timeline) found it. */
   fleetPaused(paused: boolean, sent: number): void;
+  /**
+   * Whether the job keeps a pause of its own (it was paused, resumed or triggered here, or heard of a pause): told
+   * of the fleet's at each heartbeat. One that does not is told only when the fleet has paused it.
+   */
+  readonly heedsPause: boolean;
   /** A trigger asked of another replica, taken from the store: carried out here, and answered. */
   carry(request: PeriodicTriggerRequest): void;
 }
@@ -165,6 +170,8 @@ export class Replica {
   readonly records: RunRecords;
   /** The leases of the replica's jobs, by job name. */
   private readonly leases = new Map<string, Lease>();
+  /** Those of jobs that keep a pause of their own (`LeaseHolder.heedsPause`), told of the fleet's at each heartbeat. */
+  readonly #heeding = new Set<Lease>();
   /** The live members, as the last heartbeat found them; until the first answer, this replica alone. */
   private members: PeriodicFleetMember[] = [];
   /** The job digest and the members' owners, as the spread was last computed from them. */
@@ -271,7 +278,9 @@ export class Replica {
     this.arrive();
     const before = this.leases.get(lease.name);
     if (before === undefined) this.count(lease.name, 1);
+    else this.#heeding.delete(before);
     this.leases.set(lease.name, lease);
+    if (lease.holder.heedsPause) this.#heeding.add(lease);
     // Which member the spread gives the job is known at the next heartbeat, which counts it.
     this.digest = '';
     this.spread = '';
@@ -285,11 +294,17 @@ export class Replica {
     void Promise.resolve().then(() => this.heartbeat());
   }
 
+  /** @internal The job of `lease` keeps a pause of its own from now on (`LeaseHolder.heedsPause`). */
+  heedPause(lease: Lease): void {
+    if (this.leases.get(lease.name) === lease) this.#heeding.add(lease);
+  }
+
   /** @internal A job that holds no lease and stops. */
   leave(lease: Lease): void {
     if (this.leases.get(lease.name) !== lease) return;
     this.expect(lease, 0);
     this.leases.delete(lease.name);
+    this.#heeding.delete(lease);
     this.count(lease.name, -1);
     this.digest = '';
     this.stopWhenEmpty();
@@ -455,8 +470,10 @@ export class Replica {
       lease.holder.leaseAcquired(taken.fencingToken, taken.schedule);
     });
     if (reply.paused !== undefined) {
+      // A job that keeps no pause of its own has nothing to forget: only those the fleet paused are told so.
       const paused = new Set(reply.paused);
-      for (const lease of this.leases.values()) lease.holder.fleetPaused(paused.has(lease.name), sent);
+      for (const name of paused) this.leases.get(name)?.holder.fleetPaused(true, sent);
+      for (const lease of this.#heeding) if (!paused.has(lease.name)) lease.holder.fleetPaused(false, sent);
     }
     for (const request of reply.triggers ?? []) this.leases.get(request.name)?.holder.carry(request);
     if (reply.schedules !== undefined) this.onStoredCount?.(reply.schedules, sent);

@@ -520,6 +520,7 @@ describe('claiming', () => {
       busy: false,
       givingUp: async () => undefined,
       fleetPaused: () => undefined,
+      heedsPause: false,
       carry: () => undefined,
     });
     lease.start();
