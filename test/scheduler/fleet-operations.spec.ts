@@ -90,7 +90,7 @@ describe("an exclusive job's pause is the fleet's", () => {
     await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
   });
 
-  it('every replica says the job is paused within a heartbeat, whichever replica paused it', async () => {
+  it('every replica says the job is paused within a heartbeat, whichever replica paused it, and resumed alike', async () => {
     const store = new Store();
     const [holder, other] = fleet(store);
     await advance(500);
@@ -99,6 +99,10 @@ describe("an exclusive job's pause is the fleet's", () => {
     await advance(LEASE_MS / 3);
     expect(other.scheduler.state).toBe('paused');
     expect(other.log.of('started')).toEqual([]);
+    // The replica that only heard of the pause hears of the resume too.
+    await holder.scheduler.resume();
+    await advance(LEASE_MS / 3);
+    expect(other.scheduler.state).toBe('ticking');
     await Promise.all([holder.scheduler.stop(), other.scheduler.stop()]);
   });
 
