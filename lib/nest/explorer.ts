@@ -4,6 +4,7 @@ import { PeriodicConfigError } from '../scheduler/errors.js';
 import {
   checkOption,
   JOB_OPTION_NAMES,
+  jobOptionsOf,
   type PeriodicOptions,
   type PeriodicSchedulerOptions,
 } from '../scheduler/options.js';
@@ -303,8 +304,7 @@ function schedulerOptions(
   const options = override === undefined ? decorated : overridden(decorated, override);
   // Every option of the table, in one order for all jobs: reads from objects of one shape are what keep a
   // bootstrap of thousands of jobs fast.
-  const built: Record<string, unknown> = {};
-  for (const option of JOB_OPTION_NAMES) built[option] = options[option];
+  const built = jobOptionsOf(options);
   built.name = options.name ?? defaultName;
   const { when } = options;
   const whenOwner = override?.when === undefined ? given : override;

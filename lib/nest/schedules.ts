@@ -16,7 +16,7 @@ import {
 } from '../scheduler/operations.js';
 import { historyQuery, type PeriodicRunRecord, runRecord } from '../scheduler/history.js';
 import type { StoreCalls } from '../scheduler/store-calls.js';
-import type { PeriodicSchedulerOptions } from '../scheduler/options.js';
+import { jobOptionsOf, type PeriodicSchedulerOptions } from '../scheduler/options.js';
 import type { PeriodicScheduler } from '../scheduler/periodic-scheduler.js';
 import type { Replica } from '../scheduler/replica.js';
 import { checkedOptions, CONTROL, nearest, type OptionRule } from '../scheduler/rules.js';
@@ -170,7 +170,7 @@ export class PeriodicSchedules {
       );
       const record = this.#written(where, checked.name, ifVersion, answer!);
       await this.#applied();
-      return readDefinition(record).schedule as PeriodicStoredSchedule<TData>;
+      return readDefinition(record).schedule() as PeriodicStoredSchedule<TData>;
     } finally {
       checked.release();
     }
@@ -210,7 +210,7 @@ export class PeriodicSchedules {
       );
       const records = answers.map((answer, i) => this.#written(where, checked[i]!.name, undefined, answer));
       await this.#applied();
-      return records.map((record) => readDefinition(record).schedule);
+      return records.map((record) => readDefinition(record).schedule());
     } finally {
       for (const one of checked) one.release();
     }
@@ -224,7 +224,7 @@ export class PeriodicSchedules {
       throw new PeriodicConfigError(`${where}: the name must be a string, got ${describeValue(name)}`);
     }
     const record = await replica.calls.readStored(name);
-    return record === null ? null : (readDefinition(record).schedule as PeriodicStoredSchedule<TData>);
+    return record === null ? null : (readDefinition(record).schedule() as PeriodicStoredSchedule<TData>);
   }
 
   /** A page of the stored schedules in the order of their names; `cursor` of the answer reads the next. */
@@ -258,7 +258,7 @@ export class PeriodicSchedules {
       ...(given.cursor === undefined ? {} : { after: given.cursor }),
       limit: limit + 1,
     });
-    const items = records.slice(0, limit).map((record) => readDefinition(record).schedule);
+    const items = records.slice(0, limit).map((record) => readDefinition(record).schedule());
     return {
       items: items as PeriodicStoredSchedule<TData>[],
       cursor: records.length > limit ? items.at(-1)!.name : null,
@@ -458,7 +458,7 @@ export class PeriodicSchedules {
       const read = readDefinition(record);
       if (job.options !== '' && job.handler === record.handler && job.options === optionsText(read)) {
         // Only the data changed: the job keeps its scheduler and its grid; the next run takes the new data.
-        job.scheduler.data = frozenData(read.schedule.data);
+        job.scheduler.data = frozenData(read.data);
         const { version, change, updatedAt, updatedBy } = record;
         Object.assign(job, { version, change, updatedAt, updatedBy });
         return;
@@ -493,26 +493,18 @@ export class PeriodicSchedules {
       return;
     }
     const read = readDefinition(record);
-    const { schedule, options } = read;
     const place = this.#handlers.get(record.handler);
     const where = `stored schedule ${JSON.stringify(record.name)} (handler ${JSON.stringify(record.handler)})`;
+    const options = jobOptionsOf(read.options);
+    Object.assign(options, { name: record.name, exclusive: true, run: place?.run ?? noHandler });
     let scheduler: PeriodicScheduler;
     try {
-      scheduler = this.host.schedulerOf(
-        {
-          ...options,
-          name: record.name,
-          exclusive: true,
-          run: place?.run ?? noHandler,
-        } as PeriodicSchedulerOptions,
-        where,
-        place,
-      );
+      scheduler = this.host.schedulerOf(options as unknown as PeriodicSchedulerOptions, where, place);
     } catch (error) {
       this.#cannotRun(record, `its definition is not one this version can run: ${(error as Error).message}`);
       return;
     }
-    scheduler.data = frozenData(schedule.data);
+    scheduler.data = frozenData(read.data);
     // Its timing starts a new grid from the edit, if the store keeps another (docs/schedules.md).
     scheduler.changedAt = record.updatedAt;
     // Created again after a removal: the slots of the grid the store kept from before do not run.

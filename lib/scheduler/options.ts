@@ -436,6 +436,29 @@ function resolveRetry(
 /** The options of `@Periodic()`, `PeriodicRegistry.add()` and the module's `jobs`, in the table's order. */
 export const JOB_OPTION_NAMES = Object.keys(JOB_OPTIONS) as (keyof PeriodicOptions)[];
 
+/**
+ * `options` as an object of one shape for every job: each option of the table in its order, undefined where it
+ * is not given, then any other key as it is (which the engine's check refuses). Reading the options of thousands
+ * of jobs is fast from objects of one shape, and slow from objects of many: a spread (`{ ...options, name }`)
+ * makes a shape of its own for each object, which every read of an option then misses (10 times as slow).
+ */
+export function jobOptionsOf(options: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const built: Record<string, unknown> = {};
+  for (const option of JOB_OPTION_NAMES) built[option] = options[option];
+  for (const key of Object.keys(options)) {
+    // As a key of its own, `__proto__` included (JSON.parse makes such a key).
+    if (!Object.hasOwn(built, key)) {
+      Object.defineProperty(built, key, {
+        value: options[key],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+  return built;
+}
+
 /** The rules of the options a scheduler is built from: a job's, its function, and the coordinator. */
 export const RULES = {
   ...JOB_OPTIONS,

@@ -127,6 +127,28 @@ describe('stored schedules on the in-memory coordinator', () => {
     expect(ran.find((run) => run.name === 'Reports.cleanup')).toMatchObject({ data: undefined });
   });
 
+  it("an unbounded timeout is stored and read back as Infinity; the data's own 'Infinity' text stays text", async () => {
+    fresh();
+    const a = await replica('a');
+    const data = { timeout: 'Infinity', jobShutdown: 'Infinity', nested: { timeout: 'Infinity' } };
+    await a.registry.schedules.upsert({
+      name: 'report:acme',
+      handler: 'tenant-report',
+      every: 300,
+      timeout: Infinity,
+      jobShutdown: Infinity,
+      data,
+    });
+    expect(await a.registry.schedules.get('report:acme')).toMatchObject({
+      timeout: Infinity,
+      jobShutdown: Infinity,
+      data,
+    });
+    expect(a.registry.get('report:acme').options).toMatchObject({ timeout: Infinity, jobShutdown: Infinity });
+    const run = await until(() => ran.find((one) => one.name === 'report:acme'));
+    expect(run.data).toEqual(data);
+  });
+
   it('ifVersion refuses a stale change with a PeriodicConflictError that says the version now', async () => {
     fresh();
     const a = await replica('a');
