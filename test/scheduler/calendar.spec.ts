@@ -3,7 +3,7 @@
 // One test runs on real timers.
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { InMemoryCoordinator } from '../../lib/coordinators/in-memory.js';
-import { cachedCalendars } from '../../lib/scheduler/schedule.js';
+import { cachedCalendars, processTimeZone } from '../../lib/scheduler/schedule.js';
 import { PeriodicConfigError } from '../../lib/scheduler/errors.js';
 import type { PeriodicSchedulerOptions } from '../../lib/scheduler/options.js';
 import { PeriodicScheduler } from '../../lib/scheduler/periodic-scheduler.js';
@@ -91,6 +91,24 @@ describe('pattern features', () => {
     expect(firstSlot('2026-01-01T00:00:00Z', '0 3 * * *', 'Europe/Berlin')).toBe('2026-01-01T02:00:00.000Z');
     const { scheduler } = cronJob('2026-01-01T00:00:00Z', { cron: '0 3 * * *' });
     expect(scheduler.options.timezone).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone);
+  });
+
+  it('the process zone is read once, and again when TZ changes (how a process changes its zone)', () => {
+    const before = process.env.TZ;
+    const read = jest.spyOn(Intl, 'DateTimeFormat');
+    try {
+      process.env.TZ = 'Etc/GMT';
+      const zone = processTimeZone();
+      expect(processTimeZone()).toBe(zone);
+      expect(read).toHaveBeenCalledTimes(1);
+      process.env.TZ = 'UTC';
+      processTimeZone();
+      expect(read).toHaveBeenCalledTimes(2);
+    } finally {
+      read.mockRestore();
+      if (before === undefined) delete process.env.TZ;
+      else process.env.TZ = before;
+    }
   });
 });
 
