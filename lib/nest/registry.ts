@@ -279,7 +279,10 @@ export class PeriodicRegistry {
   /** A stored schedule's fleet status says which replicas lack its handler, when no live one has it. */
   private withHandlers(status: PeriodicFleetStatus): PeriodicFleetStatus {
     const missing = this.schedules.handlerMissing(status.name);
-    return missing === undefined ? status : { ...status, handlerMissing: missing };
+    // The status is made for this answer: told in place (a spread would make each of 100,000 an object of a
+    // shape of its own).
+    if (missing !== undefined) status.handlerMissing = missing;
+    return status;
   }
 
   /** @internal The jobs whose state is the fleet's, kept in the coordinator's store, in registration order. */

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type {
+  PeriodicFleetMember,
   PeriodicOperation,
   PeriodicStoredAnswer,
   PeriodicStoredChanges,
@@ -141,6 +142,8 @@ export class PeriodicSchedules {
   readonly #otherHandlers = new Map<string, string>();
   /** The handlers this replica lacks that it has said so of, once each. */
   readonly #told = new Set<string>();
+  /** `handlerMissing` of each handler, for the live members as a heartbeat found them (null: one has it). */
+  #missing: { of: readonly PeriodicFleetMember[]; handlers: Map<string, string[] | null> } | undefined;
   readonly #logger = new Logger(LOGGER_CONTEXT);
 
   constructor(
@@ -424,9 +427,17 @@ export class PeriodicSchedules {
     if (job === undefined || replica === undefined) return undefined;
     const members = replica.fleetMembers;
     if (members.length === 0) return undefined;
-    const { handler } = job;
-    if (members.some((member) => member.handlers?.includes(handler) === true)) return undefined;
-    return [...new Set(members.map((member) => member.replica))].sort();
+    // Worked out once per handler for the members a heartbeat found: fleetStatusAll asks it of every job.
+    if (this.#missing?.of !== members) this.#missing = { of: members, handlers: new Map() };
+    const { handlers } = this.#missing;
+    let missing = handlers.get(job.handler);
+    if (missing === undefined) {
+      missing = members.some((member) => member.handlers?.includes(job.handler) === true)
+        ? null
+        : [...new Set(members.map((member) => member.replica))].sort();
+      handlers.set(job.handler, missing);
+    }
+    return missing?.slice();
   }
 
   // ---- Applying the store's changes ----
