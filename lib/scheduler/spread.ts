@@ -10,6 +10,7 @@ export function hash(text: string): number {
 
 /** Which of `owners` holds each of `jobs` (as {@link spreadIndexes} spreads them), by job name. */
 export function spreadOver(jobs: readonly string[], owners: readonly string[]): Map<string, string> {
+  if (owners.length === 0) return new Map();
   const sorted = [...owners].sort();
   const at = spreadIndexes(jobs, sorted, jobs.map(hash));
   return new Map(jobs.map((name, i) => [name, sorted[at[i]!]!]));
@@ -17,7 +18,7 @@ export function spreadOver(jobs: readonly string[], owners: readonly string[]): 
 
 /**
  * Which of `owners` (sorted) holds each of `jobs`, the same on every replica that has these jobs: the index of
- * the owner of each job, in the order of `jobs` (none without owners). Rendezvous hashing with bounded loads:
+ * the owner of each job, in the order of `jobs` (0 for every job with one owner, or none). Rendezvous hashing with bounded loads:
  * each job, in the order of their hashes, goes to the member with the highest score for it among those that
  * hold fewer than their share (⌊N/R⌋, or one more for the first N mod R that reach it), so that every member
  * holds ⌊N/R⌋ or ⌈N/R⌉ jobs; a member that comes or goes moves little more than its share, as the scores of the
