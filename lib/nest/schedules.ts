@@ -506,8 +506,11 @@ export class PeriodicSchedules {
     const read = readDefinition(record);
     const place = this.#handlers.get(record.handler);
     const where = `stored schedule ${JSON.stringify(record.name)} (handler ${JSON.stringify(record.handler)})`;
-    const options = jobOptionsOf(read.options);
-    Object.assign(options, { name: record.name, exclusive: true, run: place?.run ?? noHandler });
+    const options = jobOptionsOf(read.options, {
+      name: record.name,
+      exclusive: true,
+      run: place?.run ?? noHandler,
+    });
     let scheduler: PeriodicScheduler;
     try {
       scheduler = this.host.schedulerOf(options as unknown as PeriodicSchedulerOptions, where, place);

@@ -442,7 +442,11 @@ export const JOB_OPTION_NAMES = Object.keys(JOB_OPTIONS) as (keyof PeriodicOptio
  * of jobs is fast from objects of one shape, and slow from objects of many: a spread (`{ ...options, name }`)
  * makes a shape of its own for each object, which every read of an option then misses (10 times as slow).
  */
-export function jobOptionsOf(options: Readonly<Record<string, unknown>>): Record<string, unknown> {
+export function jobOptionsOf(
+  options: Readonly<Record<string, unknown>>,
+  /** Values that replace the options' own (the job's name, its function). */
+  set: Readonly<Record<string, unknown>> = {},
+): Record<string, unknown> {
   const built: Record<string, unknown> = {};
   for (const option of JOB_OPTION_NAMES) built[option] = options[option];
   for (const key of Object.keys(options)) {
@@ -456,7 +460,7 @@ export function jobOptionsOf(options: Readonly<Record<string, unknown>>): Record
       });
     }
   }
-  return built;
+  return Object.assign(built, set);
 }
 
 /** The rules of the options a scheduler is built from: a job's, its function, and the coordinator. */
