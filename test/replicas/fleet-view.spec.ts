@@ -141,6 +141,9 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
         // The other replica may have run a slot before the lease moved to the holder (at start, under load).
         const ranBefore = started[other.name].length;
         const result = await other.app.registry.trigger('report', { by: 'alice' });
+        // A loaded machine's store may not answer one of the relay's reads within leaseMs / 3: the trigger then
+        // answers 'storeUnreachable', as it must, and is asked again.
+        if (!result.ok && result.error === 'storeUnreachable') continue;
         expect(result).toEqual({ ok: true, jobId: expect.any(Number), replica: holder.name });
         jobId = (result as { jobId: number }).jobId;
         expect(started[holder.name]).toContain(jobId);
@@ -152,6 +155,7 @@ describe.each(stores)('on %s', (_, makeStore, describeStore) => {
           return triggered && scheduled ? runs : undefined;
         }, 3 * LEASE_MS).catch(() => undefined);
       }
+      expect(history).toBeDefined();
       expect(history!.find((run) => run.jobId === jobId)).toMatchObject({
         jobId,
         origin: 'trigger',
