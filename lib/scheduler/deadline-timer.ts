@@ -99,8 +99,6 @@ export interface TimerEntry {
   list: TimerList | null | undefined;
   previous: TimerEntry | undefined;
   next: TimerEntry | undefined;
-  /** Under fake timers: the fake timer armed for this deadline. */
-  own: ReturnType<typeof setTimeout> | undefined;
   /** The deadline has come: `now()`, read as `time`, has reached it. */
   onDeadline(time: number): void;
 }
@@ -113,23 +111,31 @@ export function armAt(entry: TimerEntry, deadline: number, time = now()): void {
   cancel(entry);
   entry.deadline = deadline;
   if (!underFakeTimers()) (shared ??= new SharedTimer()).add(entry, time);
-  else entry.own = armOwn(entry);
+  else owned.set(entry, armOwn(entry));
 }
 
 export function cancel(entry: TimerEntry): void {
   if (entry.list) shared!.remove(entry);
   // Taken as due, its call still to come; now it will not come.
   else entry.list = undefined;
-  if (entry.own !== undefined) {
-    globalThis.clearTimeout(entry.own);
-    entry.own = undefined;
+  if (owned.size === 0) return;
+  const own = owned.get(entry);
+  if (own !== undefined) {
+    globalThis.clearTimeout(own);
+    owned.delete(entry);
   }
 }
 
 /** Whether a deadline is pending: armed, and its call not made yet. */
 export function isArmed(entry: TimerEntry): boolean {
-  return entry.list !== undefined || entry.own !== undefined;
+  return entry.list !== undefined || owned.has(entry);
 }
+
+/**
+ * Under fake timers: the fake timer armed for each entry's deadline. Kept here rather than in a field of every
+ * entry (8 bytes of each job), as only tests arm them.
+ */
+const owned = new Map<TimerEntry, ReturnType<typeof setTimeout>>();
 
 /** What a {@link DeadlineTimer} calls: an object with a method rather than a closure, to keep jobs small. */
 export interface DeadlineListener {
@@ -150,7 +156,6 @@ export class DeadlineTimer implements TimerEntry {
   list: TimerList | null | undefined;
   previous: TimerEntry | undefined;
   next: TimerEntry | undefined;
-  own: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly listener: DeadlineListener) {}
 
@@ -183,9 +188,9 @@ function armOwn(entry: TimerEntry): ReturnType<typeof setTimeout> {
  * the entry as the callback's argument, so that arming allocates no closure.
  */
 function fireOwn(entry: TimerEntry): void {
-  entry.own = undefined;
+  owned.delete(entry);
   const time = now();
-  if (time < entry.deadline) entry.own = armOwn(entry);
+  if (time < entry.deadline) owned.set(entry, armOwn(entry));
   else entry.onDeadline(time);
 }
 

@@ -180,6 +180,43 @@ interface Stopping {
 /** A sink as the scheduler calls it. */
 type Sink = Exclude<PeriodicEventSink, (event: PeriodicEvent) => void>;
 
+/**
+ * What a scheduler shares with the other jobs of its application: how runs are recorded, where events go, and when
+ * incidents open. One object for all the jobs that have the same, so that a job keeps one field for them.
+ */
+interface JobShared extends RunRecording {
+  readonly sink: Sink | undefined;
+  readonly incidents: IncidentSettings;
+}
+
+/** The shared objects made so far, by recording, then sink, then incident settings (`NONE` for none). */
+const SHARED = new WeakMap<RunRecording, WeakMap<object, WeakMap<object, JobShared>>>();
+/** The sink made of each function given as one. */
+const SINKS = new WeakMap<(event: PeriodicEvent) => void, Sink>();
+const NONE = {};
+
+function sharedOf(
+  recording: RunRecording,
+  events: PeriodicEventSink | undefined,
+  incidents: IncidentSettings,
+): JobShared {
+  let sink: Sink | undefined;
+  if (typeof events === 'function') {
+    sink = SINKS.get(events);
+    if (sink === undefined) SINKS.set(events, (sink = { emit: events }));
+  } else sink = events;
+  let bySink = SHARED.get(recording);
+  if (bySink === undefined) SHARED.set(recording, (bySink = new WeakMap()));
+  let byIncidents = bySink.get(sink ?? NONE);
+  if (byIncidents === undefined) bySink.set(sink ?? NONE, (byIncidents = new WeakMap()));
+  let shared = byIncidents.get(incidents || NONE);
+  if (shared === undefined) {
+    const { replica, settings, errors } = recording;
+    byIncidents.set(incidents || NONE, (shared = { replica, settings, errors, sink, incidents }));
+  }
+  return shared;
+}
+
 /** What a scheduler is made with beside its options, the Nest layer's, or an application's that shares them. */
 export interface SchedulerContext {
   /** How error messages name the job, e.g. `@Periodic() on Cleanup.purge`. @default `job "<name>"` */
@@ -258,10 +295,9 @@ export class PeriodicScheduler {
   readonly #job: Job;
   /** The method the job is, the object given as `SchedulerContext.method`: kept as it is, so that it costs nothing. */
   readonly #method: SchedulerContext['method'];
-  readonly #sink: Sink | undefined;
   #phase: 'idle' | 'ticking' | 'stopped' = 'idle';
-  /** How the application records runs, shared by its jobs. */
-  readonly #recording: RunRecording;
+  /** How the application records runs, where events go and when incidents open, shared by its jobs. */
+  readonly #shared: JobShared;
   /** The job's run history, made with its first run or read: an idle job has none. */
   #madeHistory: JobHistory | undefined;
   /** What the job did, made when it first has something to count. */
@@ -273,11 +309,14 @@ export class PeriodicScheduler {
   #runs: Run | Run[] | undefined;
   /** The slots of a cron job, or of an `at` job. */
   readonly #calendar: Slots | undefined;
+  /** When the job opens incidents (false: never). */
+  get #incidentSettings(): IncidentSettings {
+    return this.#shared.incidents;
+  }
   /**
-   * When the job opens incidents (false: never), and its incidents, made when it first has to look for one (an
-   * exclusive job's when it takes the lease: a field of its own, not rare state).
+   * The job's incidents, made when it first has to look for one (an exclusive job's when it takes the lease: a
+   * field of its own, not rare state).
    */
-  readonly #incidentSettings: IncidentSettings;
   #madeIncidents: JobIncidents | undefined;
   /** Auto mode: the wall-clock time of the armed tick, its slot. */
   #slot = 0;
@@ -407,7 +446,6 @@ export class PeriodicScheduler {
   /** @internal */ list: TimerList | null | undefined;
   /** @internal */ previous: TimerEntry | undefined;
   /** @internal */ next: TimerEntry | undefined;
-  /** @internal */ own: ReturnType<typeof setTimeout> | undefined;
 
   /** @internal Where the job stands among those of its registry, which numbers them as it gets them. */
   registered = 0;
@@ -488,7 +526,6 @@ export class PeriodicScheduler {
     this.#calendar = calendar;
     this.#job = options.run;
     this.#method = method;
-    this.#sink = typeof events === 'function' ? { emit: events } : events;
     if (coordinator !== undefined && resolved.exclusive) {
       const lease = new Lease(replica ?? this.#ownReplica(coordinator), resolved.name, this);
       if (resolved.delivery === 'atLeastOnce' && (history === false || !lease.replica.calls.recorded)) {
@@ -504,8 +541,11 @@ export class PeriodicScheduler {
       }
       this.#fleet = new FleetSlots(lease, resolved, this);
     }
-    this.#recording = recordingOf(replica?.name ?? replicaName ?? defaultReplicaName(), history, errors);
-    this.#incidentSettings = incidents;
+    this.#shared = sharedOf(
+      recordingOf(replica?.name ?? replicaName ?? defaultReplicaName(), history, errors),
+      events,
+      incidents,
+    );
     try {
       const reports = checkIns?.reports ?? CHECK_IN_WARNINGS;
       this.#keep(
@@ -519,7 +559,7 @@ export class PeriodicScheduler {
   }
 
   get #history(): JobHistory {
-    return (this.#madeHistory ??= new JobHistory(this.options, this.#recording, this.#fleet?.lease.replica));
+    return (this.#madeHistory ??= new JobHistory(this.options, this.#shared, this.#fleet?.lease.replica));
   }
 
   /** The job's name: unique in its registry, the key of its lease and records in a coordinator's store. */
@@ -1235,12 +1275,12 @@ export class PeriodicScheduler {
 
   /** @internal The replica's name, as the audit trail says who opened an incident. */
   get replicaName(): string {
-    return this.#recording.replica;
+    return this.#shared.replica;
   }
 
   /** @internal How many entries the job's audit trail keeps. */
   get auditKeep(): number {
-    return keptBy(this.#recording.settings);
+    return keptBy(this.#shared.settings);
   }
 
   /** @internal The oldest run in flight here. */
@@ -1273,7 +1313,7 @@ export class PeriodicScheduler {
     const record = this.#record!;
     const error = record.lastError;
     if (error === undefined) return `the run ended '${record.lastReason}'`;
-    const { name, message } = errorOf(error.value, this.#recording.errors);
+    const { name, message } = errorOf(error.value, this.#shared.errors);
     return message === '' ? name : `${name}: ${message}`;
   }
 
@@ -1455,7 +1495,7 @@ export class PeriodicScheduler {
     // The first lease of this process: its runs are numbered above those this replica's name recorded before
     // (a replica restarted under the same name), read from the history with the recovery's read.
     // Every lease taken looks for runs in flight that lost their replica.
-    const recorded = this.#recording.settings !== false && this.fleetReplica !== undefined;
+    const recorded = this.#shared.settings !== false && this.fleetReplica !== undefined;
     const numbering = this.#numbered === false && recorded;
     if (this.options.delivery === 'atLeastOnce' || numbering) {
       // A recovery comes before the next claim, and so do the jobIds a first run is numbered above.
@@ -1605,7 +1645,7 @@ export class PeriodicScheduler {
   async backfill(options: PeriodicBackfillOptions): Promise<{ slots: number }> {
     const where = `backfill() of job "${this.name}"`;
     const { from, to, operation: asked } = checkBackfill(where, options);
-    const recorded = operation(this.name, 'backfill', asked, this.#recording.replica);
+    const recorded = operation(this.name, 'backfill', asked, this.#shared.replica);
     const carrier = this.#carrier;
     const result =
       carrier === undefined
@@ -1627,7 +1667,7 @@ export class PeriodicScheduler {
    * in flight goes on. Resolves how many were dropped, 0 when no backfill was under way.
    */
   async cancelBackfill(options?: PeriodicOperationOptions): Promise<number> {
-    const recorded = operation(this.name, 'cancelBackfill', options, this.#recording.replica);
+    const recorded = operation(this.name, 'cancelBackfill', options, this.#shared.replica);
     const carrier = this.#carrier;
     const result =
       carrier === undefined
@@ -1812,7 +1852,7 @@ export class PeriodicScheduler {
    * not move. Resolves once the guard has been evaluated and the run, if any, started.
    */
   async trigger(options?: PeriodicOperationOptions): Promise<TickResult> {
-    const asked = operation(this.name, 'trigger', options, this.#recording.replica);
+    const asked = operation(this.name, 'trigger', options, this.#shared.replica);
     const carrier = this.#carrier;
     const result =
       carrier === undefined ? await this.#trigger() : await askHolder(carrier, { ...asked, name: this.name });
@@ -1839,7 +1879,7 @@ export class PeriodicScheduler {
   /** @internal A trigger asked of another replica, taken from the store: carried out here, and answered. */
   carry(request: PeriodicTriggerRequest): void {
     const calls = this.#fleet!.lease.replica.calls;
-    const { replica } = this.#recording;
+    const { replica } = this.#shared;
     const { backfill } = request;
     const answered =
       backfill === undefined
@@ -1889,7 +1929,7 @@ export class PeriodicScheduler {
    * pause is this process's, at once. Recorded in the audit trail, and emitted as `operated`.
    */
   async pause(options?: PeriodicOperationOptions): Promise<void> {
-    return this.#operated().pause(operation(this.name, 'pause', options, this.#recording.replica));
+    return this.#operated().pause(operation(this.name, 'pause', options, this.#shared.replica));
   }
 
   /**
@@ -1897,7 +1937,7 @@ export class PeriodicScheduler {
    * fleet, as `pause()` paused it.
    */
   async resume(options?: PeriodicOperationOptions): Promise<void> {
-    return this.#operated().resume(operation(this.name, 'resume', options, this.#recording.replica));
+    return this.#operated().resume(operation(this.name, 'resume', options, this.#shared.replica));
   }
 
   /** The job's audit trail: the latest `limit` (default 50) of its pauses, resumes and triggers, newest first. */
@@ -1915,7 +1955,7 @@ export class PeriodicScheduler {
       operations = this.#operations = new JobOperations(
         this satisfies OperatedJob,
         lease?.replica.calls,
-        keptBy(this.#recording.settings),
+        keptBy(this.#shared.settings),
       );
       lease?.replica.heedPause(lease);
     }
@@ -1957,12 +1997,12 @@ export class PeriodicScheduler {
 
   /** @internal Whether the job records its runs: the module's `history` is not false. */
   get recordsRuns(): boolean {
-    return this.#recording.settings !== false;
+    return this.#shared.settings !== false;
   }
 
   /** @internal What a run's error shows, in the history and wherever else it is shown (the dashboard). */
   get errorsShown(): 'message' | 'name' {
-    return this.#recording.errors;
+    return this.#shared.errors;
   }
 
   /**
@@ -1999,7 +2039,7 @@ export class PeriodicScheduler {
     const lease = this.#fleet?.lease;
     const record = this.#record;
     const succeeded = record?.lastSucceededAt;
-    const { replica } = this.#recording;
+    const { replica } = this.#shared;
     return {
       name: this.name,
       holder:
@@ -2140,7 +2180,7 @@ export class PeriodicScheduler {
 
   /** Whether the sink wants events of `type` (for `finished`, of a run that ended with `reason`). */
   #wants(type: PeriodicEventType, reason?: JobExitReason): boolean {
-    const sink = this.#sink;
+    const { sink } = this.#shared;
     if (sink?.wants === undefined) return sink !== undefined;
     try {
       return sink.wants(type, reason);
@@ -2152,7 +2192,7 @@ export class PeriodicScheduler {
 
   #emit(event: PeriodicEvent): void {
     try {
-      this.#sink?.emit(event);
+      this.#shared.sink?.emit(event);
     } catch (error) {
       this.#sinkFailed(event.type, error);
     }
