@@ -168,9 +168,10 @@ export class FleetIncidents {
     if (!this.#timer.armed) this.#timer.armAt(now() + WATCH_EVERY);
   }
 
-  /** The job stopped: its slots are not looked at. */
+  /** The job stopped: its slots are not looked at; without any left, no timer waits (a closed application exits). */
   unwatch(job: LateWatched): void {
     this.#watched.delete(job);
+    if (this.#watched.size === 0) this.#timer.cancel();
   }
 
   /** Looks at the slots watched that are `lateAfter` old: those this replica did not claim are read from the store. */

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, jest } from '@jest/globals';
 import { Inject, Injectable, Module, type ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
+import { InMemoryCoordinator, Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
 import { armedDeadlines } from '../../lib/scheduler/deadline-timer.js';
 import { honouringRun } from '../scheduler/helpers.js';
 import { useApps } from './helpers.js';
@@ -231,5 +231,27 @@ describe('the package leaves no trace on user objects once the application is cl
     await second.close();
     expect(db.closes).toBe(2);
     expect(Object.getOwnPropertyNames(db)).toEqual(['closes']);
+  });
+});
+
+describe('a closed application leaves no timer armed, so that its process can exit', () => {
+  const createApp = useApps();
+
+  it('exclusive jobs whose slots the replica watched for lateness (docs/alerts.md)', async () => {
+    @Injectable()
+    class Reports {
+      @Periodic({ every: 20, exclusive: true })
+      send(): void {}
+    }
+    const app = await createApp({
+      imports: [PeriodicModule.forRoot({ coordinator: new InMemoryCoordinator(), logger: false })],
+      providers: [Reports],
+    });
+    // Each slot of the holder is watched, and looked at once a second until the job stops.
+    await app.events.once('finished');
+    await app.events.once('finished');
+    expect(armedDeadlines()).toBeGreaterThan(0);
+    await app.close();
+    expect(armedDeadlines()).toBe(0);
   });
 });
