@@ -6,10 +6,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, jest } from '@jest/globals';
 import { Inject, Injectable, Module, type ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { InMemoryCoordinator, Periodic, type PeriodicContext, PeriodicModule } from '../../lib/index.js';
+import {
+  InMemoryCoordinator,
+  Periodic,
+  type PeriodicContext,
+  type PeriodicCoordinator,
+  PeriodicModule,
+  PostgresCoordinator,
+  RedisCoordinator,
+} from '../../lib/index.js';
 import { armedDeadlines } from '../../lib/scheduler/deadline-timer.js';
 import { honouringRun } from '../scheduler/helpers.js';
+import { describeWithPostgres, dropTable, postgresPool, uniqueTable } from '../postgres/postgres.js';
+import { describeWithRedis, dropKeys, redisClient, uniquePrefix } from '../redis/redis.js';
 import { useApps } from './helpers.js';
+
+type Describe = (name: string, tests: () => void) => void;
 
 /** A pool as a module provides it with `useFactory`, opened and closed by the module class's own hooks. */
 class Pool {
@@ -234,24 +246,74 @@ describe('the package leaves no trace on user objects once the application is cl
   });
 });
 
-describe('a closed application leaves no timer armed, so that its process can exit', () => {
-  const createApp = useApps();
+const stores: {
+  name: string;
+  describe: Describe;
+  open(): { coordinator: PeriodicCoordinator; clean(): Promise<void> };
+}[] = [
+  {
+    name: 'InMemoryCoordinator',
+    describe,
+    open: () => ({ coordinator: new InMemoryCoordinator(), clean: async () => undefined }),
+  },
+  {
+    name: 'RedisCoordinator',
+    describe: await describeWithRedis(),
+    open: () => {
+      const [client, keyPrefix] = [redisClient(), uniquePrefix()];
+      return {
+        coordinator: new RedisCoordinator({ client, keyPrefix }),
+        clean: async () => {
+          await dropKeys(client, keyPrefix);
+          await client.quit();
+        },
+      };
+    },
+  },
+  {
+    name: 'PostgresCoordinator',
+    describe: await describeWithPostgres(),
+    open: () => {
+      const [pool, table] = [postgresPool(), uniqueTable()];
+      return {
+        coordinator: new PostgresCoordinator({ pool, table }),
+        clean: async () => {
+          await dropTable(pool, table);
+          await pool.end();
+        },
+      };
+    },
+  },
+];
 
-  it('exclusive jobs whose slots the replica watched for lateness (docs/alerts.md)', async () => {
-    @Injectable()
-    class Reports {
-      @Periodic({ every: 20, exclusive: true })
-      send(): void {}
-    }
-    const app = await createApp({
-      imports: [PeriodicModule.forRoot({ coordinator: new InMemoryCoordinator(), logger: false })],
-      providers: [Reports],
-    });
-    // Each slot of the holder is watched, and looked at once a second until the job stops.
-    await app.events.once('finished');
-    await app.events.once('finished');
-    expect(armedDeadlines()).toBeGreaterThan(0);
-    await app.close();
-    expect(armedDeadlines()).toBe(0);
-  });
-});
+for (const store of stores) {
+  store.describe(
+    `a closed application leaves no timer armed, so that its process can exit: ${store.name}`,
+    () => {
+      const createApp = useApps();
+
+      it('exclusive jobs whose slots the replica watched for lateness (docs/alerts.md)', async () => {
+        @Injectable()
+        class Reports {
+          @Periodic({ every: 20, exclusive: true })
+          send(): void {}
+        }
+        const { coordinator, clean } = store.open();
+        try {
+          const app = await createApp({
+            imports: [PeriodicModule.forRoot({ coordinator, logger: false })],
+            providers: [Reports],
+          });
+          // Each slot of the holder is watched, and looked at once a second until the job stops.
+          await app.events.once('finished');
+          await app.events.once('finished');
+          expect(armedDeadlines()).toBeGreaterThan(0);
+          await app.close();
+          expect(armedDeadlines()).toBe(0);
+        } finally {
+          await clean();
+        }
+      });
+    },
+  );
+}
