@@ -304,13 +304,14 @@ function schedulerOptions(
   const options = override === undefined ? decorated : overridden(decorated, override);
   // Every option of the table, in one order for all jobs: reads from objects of one shape are what keep a
   // bootstrap of thousands of jobs fast.
-  const built = jobOptionsOf(options);
-  built.name = options.name ?? defaultName;
+  const built = jobOptionsOf(options, {
+    name: options.name ?? defaultName,
+    // The method the instance inherits; one that a test's spy puts on the instance is called instead.
+    run: (instance as Record<string | symbol, unknown>)[key],
+  });
   const { when } = options;
   const whenOwner = override?.when === undefined ? given : override;
   if (typeof when === 'function') built.when = () => when.call(whenOwner, instance);
-  // The method the instance inherits; one that a test's spy puts on the instance is called instead.
-  built.run = (instance as Record<string | symbol, unknown>)[key];
   return built as unknown as Omit<PeriodicSchedulerOptions, 'coordinator'>;
 }
 
